@@ -1,0 +1,149 @@
+"""The Python API under the CLI: every command is one call here.
+
+    from benchc import api
+    api.compile("specs/mm_r3/context_reasoning.toml", "out/manifest")
+    api.run("out/manifest", "out/run", model="hf:/models/llava")
+    api.score("out/run"); api.report("out/run")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .compiler.compile import CompileOptions, CompileResult, compile_spec
+from .compiler.errors import BenchcError, Problem, ProblemList, SpecError
+from .compiler.manifest import read_manifest
+from .compiler.metrics import METRIC_SCHEMAS
+from .compiler.resolve import Resolved, resolve
+from .compiler.spec.parse import load_spec
+
+DEFAULT_CACHE = Path(".benchc/cache")
+DEFAULT_STORE = Path(".benchc/store")
+
+
+def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resolved:
+    """Check a spec (names, params, templates, backends, metrics) and report every problem at once."""
+    from .runtime.backends import BACKENDS
+    from .runtime.embed import EMBEDDERS
+    from .runtime.metrics import METRICS
+
+    loaded = load_spec(spec_path, overrides)
+    problems = ProblemList()
+    try:
+        resolved = resolve(loaded)
+    except SpecError as exc:
+        problems.problems.extend(exc.problems)
+        resolved = None
+    for index, stage in enumerate(loaded.spec.stage):
+        name = stage.backend.partition(":")[0]
+        if stage.backend != "model" and name not in BACKENDS:
+            p = BACKENDS.unknown(name)
+            problems.add(loaded.problem(f"stage[{index}].backend", p.message, p.hint))
+    for index, metric in enumerate(loaded.spec.metric):
+        if metric.name in METRIC_SCHEMAS and metric.name not in METRICS:
+            problems.add(loaded.problem(f"metric[{index}].name", f"metric {metric.name!r} has no implementation"))
+        embedder = metric.params.get("embedder", "minilm")
+        if isinstance(embedder, str) and embedder not in EMBEDDERS:
+            p = EMBEDDERS.unknown(embedder)
+            problems.add(loaded.problem(f"metric[{index}].embedder", p.message, p.hint))
+    problems.raise_if_any(SpecError)
+    assert resolved is not None
+    return resolved
+
+
+def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
+            data_roots: list[Path] | None = None, workers: int = 1, overrides: list[str] | None = None,
+            use_memo: bool = True) -> CompileResult:
+    options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
+                             overrides=list(overrides or []), use_memo=use_memo)
+    return compile_spec(spec_path, out_dir, options)
+
+
+def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,
+        cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE, workers: int = 1,
+        backends: dict[str, str] | None = None, progress: bool = True) -> list[Any]:
+    from .runtime.run import RunOptions, run_manifest
+
+    options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir), workers=workers,
+                         backends=dict(backends or {}), progress=progress)
+    return run_manifest(Path(manifest_dir), Path(run_dir), options)
+
+
+def score(run_dir: Path | str, manifest_dir: Path | str | None = None) -> dict[str, Any]:
+    from .runtime.score import score_run
+
+    return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None)
+
+
+def report(run_dir: Path | str) -> Path:
+    from .runtime.report import write_report
+
+    return write_report(Path(run_dir))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    manifest_dir: Path
+    run_dir: Path
+    report_path: Path
+    scores: dict[str, Any]
+
+
+def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = None,
+             cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
+             workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
+             data_roots: list[Path] | None = None) -> Evaluation:
+    """compile + run + score + report in one call."""
+    out = Path(out_dir)
+    validate(spec_path, overrides)
+    manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
+                       overrides=overrides, data_roots=data_roots)
+    run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
+        workers=workers, progress=progress)
+    scores = score(out / "run")
+    return Evaluation(manifest.manifest_dir, out / "run", report(out / "run"), scores)
+
+
+def lock_path(spec_path: Path, generated: Path) -> Path:
+    """specs/mmcbench/text2speech.toml -> generated/mmcbench/text2speech.lock.json"""
+    parts = spec_path.resolve().parts
+    rel = Path(*parts[len(parts) - 1 - parts[::-1].index("specs") + 1:]) if "specs" in parts else Path(spec_path.name)
+    return generated / rel.with_suffix(".lock.json")
+
+
+LOCK_IDENTITY = ("benchmark", "spec_digest", "hash_recipe", "manifest_schema", "item_count", "manifest_digest")
+
+
+def check_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path) -> list[Problem]:
+    """Recompile a spec and compare its identity with the committed lock."""
+    import json
+
+    committed_path = lock_path(spec_path, generated)
+    if not committed_path.exists():
+        return [Problem("no committed lock", file=str(committed_path), hint="run `benchc lock SPEC`")]
+    committed = json.loads(committed_path.read_text())
+    fresh = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir).lock
+    problems = []
+    for key in LOCK_IDENTITY + ("source",):
+        if committed.get(key) != fresh.get(key):
+            hint = ("the spec changed without a version bump: bump [benchmark].version and run `benchc lock`"
+                    if committed["benchmark"]["version"] == fresh["benchmark"]["version"] else
+                    "run `benchc lock` to record the new version")
+            problems.append(Problem(f"{key} differs from the committed lock", file=str(committed_path),
+                                    key=key, hint=hint))
+    return problems
+
+
+def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path) -> Path:
+    from .compiler.atomic import write_text_atomic
+    from .compiler.manifest import lock_text
+
+    result = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir)
+    target = lock_path(spec_path, generated)
+    write_text_atomic(target, lock_text(result.lock))
+    return target
+
+
+__all__ = ["validate", "compile", "run", "score", "report", "evaluate", "read_manifest", "BenchcError"]

@@ -1,0 +1,205 @@
+"""The ``benchc`` command line. Thin: every command calls benchc.api.
+
+A user error prints one clear message (file, line, key path, hint) and exits 2, without a
+traceback; a failed check exits 1; Ctrl-C exits 130 and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Compile, run, score and report consistency benchmarks of multimodal models.")
+
+SpecArg = Annotated[Path, typer.Argument(help="a benchmark spec (.toml)")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="override a spec key: --set sample.n=20")]
+CacheOpt = Annotated[Path, typer.Option("--cache", help="content-addressed compile cache")]
+StoreOpt = Annotated[Path, typer.Option("--store", help="response store folder")]
+WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="worker processes")]
+RootOpt = Annotated[Optional[list[Path]], typer.Option("--data-root", help="extra folder specs may read data from")]
+
+DEFAULT_CACHE = Path(".benchc/cache")
+DEFAULT_STORE = Path(".benchc/store")
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+@app.command()
+def validate(spec: SpecArg, set_: SetOpt = None) -> None:
+    """Check a spec and report every problem in it at once."""
+    from . import api
+
+    resolved = api.validate(spec, set_)
+    s = resolved.loaded.spec
+    typer.echo(f"ok: {spec} ({s.benchmark.name} {s.benchmark.version}): source {s.source.loader}, "
+               f"{len(s.node)} node(s), {len(s.stage)} stage(s), {len(s.metric)} metric(s)")
+
+
+@app.command("compile")
+def compile_(spec: SpecArg,
+             out: Annotated[Path, typer.Option("--out", "-o", help="manifest folder to write")],
+             set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, workers: WorkersOpt = 1,
+             data_root: RootOpt = None,
+             no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False) -> None:
+    """Compile a spec into a manifest (items.parquet + lock.json + spec.json)."""
+    from . import api
+
+    result = api.compile(spec, out, cache_dir=cache, data_roots=data_root, workers=workers,
+                         overrides=set_, use_memo=not no_memo)
+    lock = result.lock
+    typer.echo(f"{lock['benchmark']['name']} {lock['benchmark']['version']}: {lock['item_count']} items, "
+               f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
+
+
+@app.command()
+def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
+         where: Annotated[Optional[list[str]], typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
+         limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+         as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False) -> None:
+    """List the items of a manifest, filtered by columns or perturbation attributes."""
+    from .compiler.show import select_items
+
+    rows = select_items(manifest, where or [], limit)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("item_id", "attrs", "prompt", "media", "targets")
+    for row in rows:
+        media = ", ".join(f"{m['kind']}:{m['sha256'][:10]}" for m in row["media"])
+        table.add_row(row["item_id"], json.dumps(row["attrs"]), row["prompt"][:60], media, json.dumps(row["targets"]))
+    Console().print(table)
+
+
+@app.command()
+def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
+        model: Annotated[Optional[str], typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
+        backend: Annotated[Optional[list[str]], typer.Option("--backend", help="STAGE=BACKEND override")] = None,
+        cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1) -> None:
+    """Run a manifest's requests through the backends; answers are cached by content."""
+    from . import api
+
+    overrides = dict(b.split("=", 1) for b in backend or [] if "=" in b)
+    for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
+                           backends=overrides):
+        typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
+                   f"({outcome.cached} cached, {outcome.ran} run)")
+
+
+@app.command()
+def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")]) -> None:
+    """Score a run's responses with the spec's metrics (writes scores.json)."""
+    from . import api
+
+    scores = api.score(run_dir)
+    typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="a scored run folder")]) -> None:
+    """Write a Markdown report of a scored run and print it."""
+    from . import api
+
+    path = api.report(run_dir)
+    typer.echo(path.read_text())
+
+
+@app.command("eval")
+def evaluate(spec: SpecArg,
+             out: Annotated[Path, typer.Option("--out", "-o", help="folder for manifest/, run/ and the report")],
+             model: Annotated[Optional[str], typer.Option("--model", "-m")] = None,
+             set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
+             workers: WorkersOpt = 1, data_root: RootOpt = None) -> None:
+    """compile + run + score + report in one command."""
+    from . import api
+
+    result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
+                          overrides=set_, data_roots=data_root)
+    typer.echo(result.report_path.read_text())
+    typer.echo(f"report: {result.report_path}")
+
+
+@app.command()
+def lock(specs: Annotated[Optional[list[Path]], typer.Argument(help="specs (default: specs/**/*.toml)")] = None,
+         check: Annotated[bool, typer.Option("--check", help="fail if a committed lock is out of date")] = False,
+         generated: Annotated[Path, typer.Option("--generated")] = Path("generated"),
+         cache: CacheOpt = DEFAULT_CACHE) -> None:
+    """Write (or --check) the committed lock files of specs under generated/."""
+    from . import api
+    from .compiler.errors import BenchcError
+
+    paths = specs or sorted(Path("specs").rglob("*.toml"))
+    failed = []
+    with tempfile.TemporaryDirectory() as work:
+        for spec in paths:
+            if check:
+                problems = api.check_lock(spec, generated, cache, Path(work))
+                failed += problems
+                typer.echo(f"{'FAIL' if problems else 'ok'}: {spec}")
+            else:
+                typer.echo(f"wrote {api.write_lock(spec, generated, cache, Path(work))}")
+    if failed:
+        raise BenchcError(failed)
+
+
+@app.command()
+def ops() -> None:
+    """List the registered ops with their parameters and defaults."""
+    from .compiler.ops import OPS
+
+    for name, op in OPS.items():
+        typer.echo(f"{name} v{op.version}  ({op.input_kind or 'record'} -> {op.output_kind})  {op.describe()}")
+        for pname, field in op.Params.model_fields.items():
+            default = "required" if field.is_required() else repr(field.default)
+            typer.echo(f"    {pname}: {field.annotation!s} = {default}".replace("typing.", ""))
+
+
+def _offline_environment() -> None:
+    """benchc never reaches a model hub; make the libraries fail fast instead of trying."""
+    for name, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                        "NO_ALBUMENTATIONS_UPDATE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+        os.environ.setdefault(name, value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .compiler.errors import BenchcError
+
+    _offline_environment()
+    try:
+        result = app(args=argv, standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except BenchcError as exc:
+        _say(f"error: {exc.render()}")
+        return 1 if all("lock" in (p.file or "") for p in exc.problems) else 2
+    except click.exceptions.Abort:
+        _say("interrupted; completed work is saved, rerun the same command to resume")
+        return 130
+    except KeyboardInterrupt:
+        _say("interrupted; completed work is saved, rerun the same command to resume")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

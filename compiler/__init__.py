@@ -1,0 +1,1 @@
+"""spec -> manifest. Pure and deterministic; never imports benchc.runtime."""

@@ -1,0 +1,76 @@
+"""The one canonical serializer and the one digest function of benchc.
+
+Every hash in the project (node keys, request keys, spec and manifest digests) is
+``digest(value)`` of a canonical-JSON-able value. Canonical JSON: sorted keys, fixed
+separators, UTF-8, no NaN/Infinity, and floats written one way (``repr`` of the float,
+which is the shortest round-tripping form). Integral floats stay floats (``1.0``) so that
+``1`` and ``1.0`` do not collide silently; callers that mean the same value must pass
+the same type (the spec models normalise parameter types before hashing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+HASH_RECIPE_VERSION = 1
+"""Bump when canonical_json or digest change; golden tests pin both."""
+
+
+class NotCanonicalError(TypeError):
+    """A value that has no canonical JSON form (a set, bytes, NaN, an object...)."""
+
+
+def _normalise(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotCanonicalError(f"{path}: non-finite float {value!r} has no canonical form")
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotCanonicalError(f"{path}: mapping key {key!r} is not a string")
+            out[key] = _normalise(item, f"{path}.{key}")
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    raise NotCanonicalError(f"{path}: {type(value).__name__} has no canonical JSON form")
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` to its canonical JSON text."""
+    return json.dumps(
+        _normalise(value, "$"),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def digest(value: Any) -> str:
+    """sha256 hex digest of the canonical JSON of ``value``, prefixed by the recipe version."""
+    payload = f"benchc-hash-v{HASH_RECIPE_VERSION}\n{canonical_json(value)}".encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def digest_bytes(data: bytes) -> str:
+    """sha256 hex digest of raw bytes (media, source files): the content address."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_file(path: "str | bytes | Any", chunk: int = 1 << 20) -> str:
+    """sha256 of a file's bytes, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

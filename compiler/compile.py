@@ -1,0 +1,250 @@
+"""The compiler's driver: spec file -> manifest folder (items table + lock + spec).
+
+Stages: parse -> resolve -> load source -> filter/sample -> expand ops -> render -> write.
+An unchanged recompile (same spec, same source bytes, same op and library versions) is answered
+from a memo of the previous output and does no op work.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .atomic import replace_dir_atomic
+from .canonical import HASH_RECIPE_VERSION, canonical_json, digest
+from .cas import ContentStore
+from .errors import SpecError, SourceError
+from .expand import Variant, expand
+from .manifest import LOCK_VERSION, MANIFEST_SCHEMA_VERSION, manifest_digest, read_manifest, write_manifest
+from .resolve import Resolved, resolve
+from .select import apply_filters, sample
+from .sources import LoadedSource, SourceContext
+from .spec.parse import LoadedSpec, load_spec
+from .templates import TemplateProblem, render
+from .values import Record, Value
+
+ALWAYS_TRACKED = ("benchc", "jinja2", "numpy", "pillow")
+
+
+@dataclass
+class CompileOptions:
+    cache_dir: Path = Path(".benchc/cache")
+    data_roots: list[Path] = field(default_factory=list)
+    workers: int = 1
+    overrides: list[str] = field(default_factory=list)
+    use_memo: bool = True
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    manifest_dir: Path
+    lock: dict[str, Any]
+    memo_hit: bool
+
+
+def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
+    options = options or CompileOptions()
+    loaded = load_spec(spec_path, options.overrides)
+    resolved = resolve(loaded)
+    store = ContentStore(Path(options.cache_dir))
+    try:
+        source = _load_source(resolved, loaded, store, options)
+        memo_key = _memo_key(resolved, source)
+        memo_dir = store.root / "compiled" / memo_key
+        if options.use_memo and (memo_dir / "lock.json").exists():
+            _copy_dir(memo_dir, Path(out_dir))
+            return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True)
+        rows, lock = _build(resolved, loaded, source, store, options)
+        spec_json = spec_document(resolved)
+        write_manifest(Path(out_dir), rows, lock, spec_json)
+        write_manifest(memo_dir, rows, lock, spec_json)
+        return CompileResult(Path(out_dir), lock, False)
+    finally:
+        store.close()
+
+
+def spec_document(resolved: Resolved) -> dict[str, Any]:
+    """The spec with every default made explicit, of the spec's own keys and of the registered
+    source, op and metric parameters: what the runtime reads and what the spec digest hashes, so
+    writing a default out changes nothing and a changed default changes the digest."""
+    doc = resolved.loaded.spec.model_dump(mode="json", by_alias=True)
+    doc["source"] = {**doc["source"], **resolved.source_params.model_dump(mode="json")}
+    for node_doc, node in zip(doc["node"], resolved.nodes):
+        defaults = {name: field.default for name, field in node.op.Params.model_fields.items()
+                    if not field.is_required()}
+        node_doc["params"] = {**_json_defaults(node.op.Params, defaults), **node_doc["params"]}
+    doc["metric"] = [{"name": m.name, **m.params.model_dump(mode="json")} for m in resolved.metrics]
+    return doc
+
+
+def _json_defaults(model: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in model.model_construct(**defaults).model_dump(mode="json").items() if k in defaults}
+
+
+def spec_digest(resolved: Resolved) -> str:
+    return digest({"kind": "spec", "spec": spec_document(resolved)})
+
+
+def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
+                 options: CompileOptions) -> LoadedSource:
+    spec_dir = loaded.path.resolve().parent
+    ctx = SourceContext(roots=[spec_dir, *(Path(r).resolve() for r in options.data_roots)],
+                        store=store, on_error=loaded.spec.source.on_error, spec_file=str(loaded.path))
+    source = resolved.source.load(resolved.source_params, ctx)
+    source.skipped.extend(ctx.skipped)
+    pin = loaded.spec.source.pin
+    if pin is not None and pin != source_digest(source):
+        raise SourceError(loaded.problem(
+            "source.pin", f"source data changed: digest is {source_digest(source)}, the spec pins {pin}",
+            hint="check the data; if the change is intended, update the pin and bump the version"))
+    return source
+
+
+def source_digest(source: LoadedSource) -> str:
+    return digest({"kind": "source", "records": sorted(r.digest for r in source.records)})
+
+
+def _library_versions(resolved: Resolved) -> dict[str, str]:
+    names = set(ALWAYS_TRACKED)
+    for node in resolved.nodes:
+        names.update(node.op.libraries)
+    out = {}
+    for name in sorted(names):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _memo_key(resolved: Resolved, source: LoadedSource) -> str:
+    return digest({"kind": "compile-memo", "spec": spec_digest(resolved),
+                   "source": source_digest(source), "skipped": len(source.skipped),
+                   "ops": _op_versions(resolved), "libraries": _library_versions(resolved),
+                   "recipe": HASH_RECIPE_VERSION, "schema": MANIFEST_SCHEMA_VERSION})
+
+
+def _op_versions(resolved: Resolved) -> dict[str, str]:
+    return {n.op.name: n.op.version for n in resolved.nodes}
+
+
+def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: ContentStore,
+           options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    records = sample(loaded, apply_filters(loaded, source.records))
+    seed = loaded.spec.benchmark.seed
+    variants_by_node = expand(resolved.nodes, records, seed, store, options.workers)
+    sinks = resolved.sinks
+    if sinks:
+        finals = [v for node in sinks for v in variants_by_node[node.id]]
+    else:
+        finals = [None] * 0
+    rows = [_item_row(resolved, v.record, v) for v in finals] if sinks else \
+        [_item_row(resolved, r, None) for r in records]
+    rows.sort(key=lambda row: row["item_id"])
+    lock = _lock(resolved, loaded, source, records, rows)
+    return rows, lock
+
+
+def _item_row(resolved: Resolved, record: Record, variant: Variant | None) -> dict[str, Any]:
+    value = variant.value if variant else None
+    attrs = {**record.attrs, **(variant.attrs if variant else {})}
+    item_id = f"{record.id}#{variant.path}" if variant else record.id
+    context: dict[str, Any] = {"record": record.fields, "attrs": attrs, "item_id": item_id,
+                               "record_id": record.id}
+    if value is not None and value.kind == "text":
+        context["text"] = value.text
+    prompt = _render(resolved, resolved.template, "prompt.template", context, item_id)
+    system = (_render(resolved, resolved.system_template, "prompt.system", context, item_id)
+              if resolved.system_template else None)
+    return {
+        "item_id": item_id,
+        "group_id": record.id,
+        "record_id": record.id,
+        "record_digest": record.digest,
+        "node": variant.node_id if variant else "",
+        "attrs": canonical_json(attrs),
+        "system": system,
+        "prompt": prompt,
+        "text": value.text if value is not None and value.kind == "text" else None,
+        "media": canonical_json(_media(record, value)),
+        "targets": canonical_json(_targets(resolved, record)),
+        "lineage": canonical_json(list(variant.lineage) if variant else []),
+    }
+
+
+def _render(resolved: Resolved, template: Any, key: str, context: dict[str, Any], item_id: str) -> str:
+    try:
+        return render(template, context)
+    except TemplateProblem as exc:
+        raise SpecError(resolved.loaded.problem(
+            key, f"{exc} (item {item_id!r})",
+            hint=f"variables: {', '.join(sorted(context))}; record fields: "
+                 f"{', '.join(sorted(context['record']))}")) from None
+
+
+def _media(record: Record, value: Value | None) -> list[dict[str, str]]:
+    """The item's own media value (if any), then the record's media of other kinds."""
+    media = []
+    if value is not None and value.media is not None:
+        media.append({"name": value.kind, **value.media.as_json()})
+    taken = {m["kind"] for m in media}
+    for name, ref in sorted(record.media.items()):
+        if ref.kind not in taken and name in ("image", "audio"):
+            media.append({"name": name, **ref.as_json()})
+    return media
+
+
+def _targets(resolved: Resolved, record: Record) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for index, metric in enumerate(resolved.metrics):
+        field_path = getattr(metric.params, "target", None)
+        if field_path is None:
+            continue
+        try:
+            value = record.get(field_path)
+        except KeyError:
+            raise SpecError(resolved.loaded.problem(
+                f"metric[{index}].target", f"record {record.id!r} has no field {field_path!r}",
+                hint=f"its fields: {', '.join(sorted(record.fields))}")) from None
+        out[field_path] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return out
+
+
+def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records: list[Record],
+          rows: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = loaded.spec
+    return {
+        "lock_version": LOCK_VERSION,
+        "manifest_schema": MANIFEST_SCHEMA_VERSION,
+        "hash_recipe": HASH_RECIPE_VERSION,
+        "benchmark": {"name": spec.benchmark.name, "version": spec.benchmark.version,
+                      "seed": spec.benchmark.seed},
+        "spec_digest": spec_digest(resolved),
+        "source": {
+            "loader": resolved.source.name, "loader_version": resolved.source.version,
+            "digest": source_digest(source),
+            "files": [{"path": f.path, "sha256": f.sha256, "rows": f.rows} for f in source.files],
+            "records": len(source.records), "selected": len(records),
+            "skipped_rows": len(source.skipped),
+        },
+        "ops": _op_versions(resolved),
+        "libraries": _library_versions(resolved),
+        "item_count": len(rows),
+        "manifest_digest": manifest_digest(rows),
+    }
+
+
+def _copy_dir(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
+    shutil.rmtree(staging)
+    try:
+        shutil.copytree(src, staging)
+        replace_dir_atomic(staging, dst)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,157 @@
+"""Stages 3-4: expand the perturbation graph per record and run the ops, cached by node key.
+
+A node key is digest(op name, op version, params with defaults made explicit, input keys, seed);
+the seed derives from (spec seed, record id, variant path). Outputs are looked up by key in the
+content store before any op runs, so an unchanged recompile does no op work; misses run in
+worker processes when ``workers > 1`` and the result does not depend on the worker count.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import digest
+from .cas import ContentStore
+from .errors import BenchcError, OpError, Problem
+from .ops import OPS, OpContext
+from .resolve import ResolvedNode
+from .seeds import derive_seed, rng_for
+from .values import Record, Value
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One output of one node for one record."""
+
+    record: Record
+    path: str  # e.g. "masked.2" or "styled.1/masked.0"
+    node_id: str
+    value: Value
+    attrs: dict[str, Any]
+    lineage: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True)
+class NodeTask:
+    key: str
+    node: ResolvedNode
+    record: Record
+    params: dict[str, Any]
+    seed: int
+    upstream: Variant | None
+    input_value: Value | None
+    path: str
+    swept: dict[str, Any]
+
+
+def node_key(op_name: str, op_version: str, params: dict[str, Any], input_keys: list[str], seed: int) -> str:
+    return digest({"kind": "node", "op": op_name, "version": op_version, "params": params,
+                   "inputs": input_keys, "seed": seed})
+
+
+def _sample_choices(node: ResolvedNode, spec_seed: int, record: Record, path: str) -> dict[str, Any]:
+    if not node.sweep.choice:
+        return {}
+    rng = rng_for(derive_seed(spec_seed, record.id, f"{path}#choice"))
+    return {name: values[int(rng.integers(len(values)))]
+            for name, values in sorted(node.sweep.choice.items())}
+
+
+def _input_of(node: ResolvedNode, record: Record, upstream: Variant | None) -> Value | None:
+    if upstream is not None:
+        return upstream.value
+    if node.op.input_kind is None:
+        return None
+    ref = record.media.get(node.input)
+    if ref is None or ref.kind != node.op.input_kind:
+        raise OpError(Problem(
+            f"record {record.id!r} has no {node.op.input_kind} named {node.input!r}",
+            key=f"node[{node.index}].input", hint=f"record media: {', '.join(record.media) or 'none'}"))
+    return Value(ref.kind, media=ref)
+
+
+def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
+              upstream: Variant | None) -> list[NodeTask]:
+    """The tasks of ``node`` for one record (and one upstream variant)."""
+    tasks = []
+    value = _input_of(node, record, upstream)
+    input_keys = [value.key if value is not None else record.digest]
+    prefix = f"{upstream.path}/" if upstream else ""
+    index = 0
+    for point in node.sweep.grid_points():
+        for _ in range(node.repeat):
+            path = f"{prefix}{node.id}.{index}"
+            swept = {**point, **_sample_choices(node, spec_seed, record, path)}
+            try:
+                params = node.op.Params.model_validate({**node.sweep.fixed, **swept}).model_dump(mode="json")
+            except Exception as exc:  # validated in resolve; a chosen combination can still clash
+                raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"node[{node.index}].params")) from None
+            seed = derive_seed(spec_seed, record.id, path)
+            key = node_key(node.op.name, node.op.version, params, input_keys, seed)
+            tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
+            index += 1
+    return tasks
+
+
+def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
+              record: Record, value: Value | None, where: str) -> dict[str, Any]:
+    op = OPS.get(op_name)
+    store = ContentStore(Path(store_root))
+    ctx = OpContext(record=record, rng=rng_for(seed), store=store)
+    try:
+        out = op.apply(value, op.Params.model_validate(params), ctx)
+    except BenchcError as exc:
+        raise OpError([Problem(f"item {record.id!r}, op {op_name!r}: {p.message}", p.file, p.line,
+                               f"{where}.{p.key}" if p.key else where, p.hint) for p in exc.problems]) from None
+    except Exception as exc:  # a library failed on this item: say which item, node and params
+        raise OpError(Problem(f"item {record.id!r}, op {op_name!r} failed: {type(exc).__name__}: {exc}",
+                              key=where, hint=f"params: {params}")) from None
+    return {"value": out.value.as_json(), "attrs": out.attrs}
+
+
+def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int) -> list[Variant]:
+    cached = store.lookup_nodes(t.key for t in tasks)
+    missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
+    fresh = _execute(missing, store, workers)
+    if fresh:
+        store.store_nodes(fresh)
+    outputs = {**cached, **fresh}
+    return [_variant(t, outputs[t.key]) for t in tasks]
+
+
+def _execute(tasks: list[NodeTask], store: ContentStore, workers: int) -> dict[str, dict[str, Any]]:
+    args = [(str(store.root), t.node.op.name, t.params, t.seed, t.record, t.input_value,
+             f"node[{t.node.index}]") for t in tasks]
+    if workers <= 1 or len(tasks) < 2:
+        results = [_run_task(*a) for a in args]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_run_task, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
+    return {t.key: r for t, r in zip(tasks, results)}
+
+
+def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
+    parent = task.upstream
+    attrs = {**(parent.attrs if parent else {}), **task.swept, **output.get("attrs", {})}
+    step = {"node": task.node.id, "op": task.node.op.name, "version": task.node.op.version, "key": task.key}
+    lineage = (*(parent.lineage if parent else ()), step)
+    return Variant(task.record, task.path, task.node.id, Value.from_json(output["value"]), attrs, lineage)
+
+
+def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int,
+           store: ContentStore, workers: int = 1) -> dict[str, list[Variant]]:
+    """Run every node over every record; returns the variants of each node id."""
+    by_node: dict[str, list[Variant]] = {}
+    for node in nodes:
+        tasks: list[NodeTask] = []
+        if node.input in by_node:
+            for upstream in by_node[node.input]:
+                tasks += plan_node(node, spec_seed, upstream.record, upstream)
+        else:
+            for record in records:
+                tasks += plan_node(node, spec_seed, record, None)
+        by_node[node.id] = run_tasks(tasks, store, workers)
+    return by_node

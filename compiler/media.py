@@ -1,0 +1,70 @@
+"""Encoding media for the content store, with identities independent of the encoder.
+
+An image's identity is the sha256 of its decoded pixels (mode, size, raw bytes), not of its PNG
+bytes: PNG compressors (zlib, zlib-ng) may emit different bytes for the same pixels, and a
+benchmark's hashes must not change with the compressor a Pillow wheel bundles. The stored file is
+a PNG named by that identity. Audio is stored as 16-bit PCM WAV, whose bytes are canonical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import wave
+
+import numpy as np
+from PIL import Image
+
+from .atomic import write_bytes_atomic
+from .cas import ContentStore
+from .values import MediaRef
+
+
+def image_identity(image: Image.Image) -> str:
+    h = hashlib.sha256()
+    h.update(f"image:{image.mode}:{image.width}x{image.height}\n".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def put_image(store: ContentStore, image: Image.Image) -> MediaRef:
+    sha = image_identity(image)
+    path = store.path_of(sha)
+    if not path.exists():
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", compress_level=1)
+        write_bytes_atomic(path, buffer.getvalue())
+    return MediaRef("image", sha)
+
+
+def load_image(store: ContentStore, ref: MediaRef | str) -> Image.Image:
+    image = Image.open(io.BytesIO(store.get(ref)))
+    image.load()
+    return image
+
+
+def wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
+    """Mono float32 in [-1, 1] or int16 samples -> 16-bit PCM WAV bytes."""
+    if samples.dtype != np.int16:
+        samples = np.clip(np.asarray(samples, dtype=np.float64), -1.0, 1.0)
+        samples = np.round(samples * 32767).astype("<i2")
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(samples.astype("<i2").tobytes())
+    return buffer.getvalue()
+
+
+def read_wav(data: bytes) -> tuple[np.ndarray, int]:
+    """16-bit PCM WAV bytes -> (int16 mono samples, sample rate)."""
+    with wave.open(io.BytesIO(data), "rb") as src:
+        if src.getsampwidth() != 2:
+            raise ValueError("only 16-bit PCM WAV is supported")
+        frames = np.frombuffer(src.readframes(src.getnframes()), dtype="<i2")
+        channels = src.getnchannels()
+        rate = src.getframerate()
+    if channels > 1:
+        frames = frames.reshape(-1, channels).mean(axis=1).astype("<i2")
+    return frames, rate

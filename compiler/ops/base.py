@@ -1,0 +1,57 @@
+"""What an op is: a named, versioned, pure function of (input value, record, params, seed)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..cas import ContentStore
+from ..registry import Registry
+from ..values import Kind, Record, Value
+
+
+class OpParams(BaseModel):
+    """Base of every op's parameter schema: strict, frozen, defaults made explicit when hashed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class OpOutput:
+    value: Value
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """What an op may use besides its input: the record, a private RNG and the content store."""
+
+    record: Record
+    rng: np.random.Generator
+    store: ContentStore
+
+
+class Op(ABC):
+    name: ClassVar[str]
+    version: ClassVar[str]
+    """Bump when the output for the same input and params changes; it is part of every node key."""
+    Params: ClassVar[type[OpParams]]
+    input_kind: ClassVar[Kind | None]
+    """Kind of the upstream value, or None when the op reads only the record."""
+    output_kind: ClassVar[Kind]
+    default_input: ClassVar[str]
+    libraries: ClassVar[tuple[str, ...]] = ()
+    """Distributions whose versions shape the output; recorded in the lock."""
+
+    @abstractmethod
+    def apply(self, value: Value | None, params: Any, ctx: OpContext) -> OpOutput: ...
+
+    def describe(self) -> str:
+        return (self.__doc__ or "").strip().splitlines()[0] if self.__doc__ else ""
+
+
+OPS: Registry[Op] = Registry("op")

@@ -1,0 +1,231 @@
+"""Stage 2: names -> registered sources, ops and metrics; parameters checked against schemas.
+
+Every problem of a spec is collected and raised together, each with file, line and key path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+from pydantic import BaseModel, ValidationError
+
+from .errors import Problem, ProblemList, SpecError
+from .metrics import METRIC_SCHEMAS, MetricParams
+from .ops import OPS, Op
+from .registry import did_you_mean
+from .sources import SOURCES, SourceLoader
+from .spec.models import RESERVED_INPUTS
+from .spec.parse import LoadedSpec
+from .templates import TemplateProblem, compile_template, make_environment
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A node's parameters split into fixed values, grid axes and per-variant choices."""
+
+    fixed: dict[str, Any]
+    grid: dict[str, list[Any]]
+    choice: dict[str, list[Any]]
+
+    def grid_points(self) -> list[dict[str, Any]]:
+        names = sorted(self.grid)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.grid[n] for n in names))]
+
+
+@dataclass(frozen=True)
+class ResolvedNode:
+    index: int
+    id: str
+    op: Op
+    input: str
+    sweep: Sweep
+    repeat: int
+
+
+@dataclass(frozen=True)
+class ResolvedMetric:
+    name: str
+    params: MetricParams
+
+
+@dataclass(frozen=True)
+class Resolved:
+    loaded: LoadedSpec
+    source: SourceLoader
+    source_params: BaseModel
+    nodes: list[ResolvedNode]
+    template: jinja2.Template
+    system_template: jinja2.Template | None
+    metrics: list[ResolvedMetric]
+
+    @property
+    def sinks(self) -> list[ResolvedNode]:
+        consumed = {n.input for n in self.nodes}
+        return [n for n in self.nodes if n.id not in consumed]
+
+
+def resolve(loaded: LoadedSpec) -> Resolved:
+    problems = ProblemList()
+    source, source_params = _resolve_source(loaded, problems)
+    nodes = _resolve_nodes(loaded, problems)
+    template = _template(loaded, loaded.spec.prompt.template, "prompt.template", problems)
+    system = loaded.spec.prompt.system
+    system_template = _template(loaded, system, "prompt.system", problems) if system else None
+    _check_template_names(loaded, nodes, problems)
+    metrics = _resolve_metrics(loaded, problems)
+    problems.raise_if_any(SpecError)
+    return Resolved(loaded, source, source_params, nodes, template, system_template, metrics)  # type: ignore[arg-type]
+
+
+def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str) -> list[Problem]:
+    out = []
+    for err in exc.errors():
+        key = ".".join([prefix, *(str(p) for p in err["loc"])])
+        msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
+        hint = None
+        if err["type"] == "literal_error":
+            choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+            hint = did_you_mean(str(err.get("input")), choices) or msg.replace("Input should be", "use")
+            msg = f"invalid value {err.get('input')!r}"
+        out.append(loaded.problem(key, msg, hint))
+    return out
+
+
+def _resolve_source(loaded: LoadedSpec, problems: ProblemList) -> tuple[SourceLoader | None, Any]:
+    spec = loaded.spec.source
+    if spec.loader not in SOURCES:
+        problem = SOURCES.unknown(spec.loader, key="source.loader")
+        problems.add(loaded.problem("source.loader", problem.message, problem.hint))
+        return None, None
+    loader = SOURCES.get(spec.loader)
+    try:
+        return loader, loader.Params.model_validate(spec.params)
+    except ValidationError as exc:
+        for p in _validation_problems(loaded, exc, "source"):
+            problems.add(p)
+        return loader, None
+
+
+def _split_sweep(params: dict[str, Any]) -> tuple[Sweep, list[tuple[str, str]]]:
+    fixed, grid, choice, errors = {}, {}, {}, []
+    for name, value in params.items():
+        if isinstance(value, dict) and set(value) & {"grid", "choice"}:
+            if len(value) != 1 or not isinstance(next(iter(value.values())), list) or not next(iter(value.values())):
+                errors.append((name, "a sweep is { grid = [...] } or { choice = [...] } with a non-empty list"))
+                continue
+            (grid if "grid" in value else choice)[name] = list(next(iter(value.values())))
+        else:
+            fixed[name] = value
+    return Sweep(fixed, grid, choice), errors
+
+
+def _resolve_nodes(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedNode]:
+    resolved: list[ResolvedNode] = []
+    known: dict[str, Op] = {}
+    for index, node in enumerate(loaded.spec.node):
+        key = f"node[{index}]"
+        if node.op not in OPS:
+            problem = OPS.unknown(node.op)
+            problems.add(loaded.problem(f"{key}.op", problem.message, problem.hint))
+            continue
+        op = OPS.get(node.op)
+        sweep, errors = _split_sweep(node.params)
+        for name, message in errors:
+            problems.add(loaded.problem(f"{key}.params.{name}", message))
+        _check_params(loaded, op, sweep, f"{key}.params", problems)
+        input_name = node.input or op.default_input
+        _check_input(loaded, op, input_name, known, f"{key}.input", problems)
+        known[node.id] = op
+        resolved.append(ResolvedNode(index, node.id, op, input_name, sweep, node.repeat))
+    return resolved
+
+
+def _check_params(loaded: LoadedSpec, op: Op, sweep: Sweep, key: str, problems: ProblemList) -> None:
+    """Validate the fixed params with every candidate of every sweep axis."""
+    axes = {**sweep.grid, **sweep.choice}
+    first = {name: values[0] for name, values in axes.items()}
+    trials = [dict(first)] + [{**first, name: v} for name, values in axes.items() for v in values[1:]]
+    seen: set[str] = set()
+    for trial in trials:
+        try:
+            op.Params.model_validate({**sweep.fixed, **trial})
+        except ValidationError as exc:
+            for p in _validation_problems(loaded, exc, key):
+                if p.render() not in seen:
+                    seen.add(p.render())
+                    problems.add(p)
+
+
+def _check_input(loaded: LoadedSpec, op: Op, name: str, known: dict[str, Op], key: str,
+                 problems: ProblemList) -> None:
+    """An input is an earlier node, 'record' (ops that read the record), or a record media name."""
+    if name in known:
+        upstream = known[name]
+        if op.input_kind is not None and upstream.output_kind != op.input_kind:
+            problems.add(loaded.problem(key, f"op {op.name!r} takes {op.input_kind} but node "
+                                        f"{name!r} makes {upstream.output_kind}"))
+    elif any(n.id == name for n in loaded.spec.node):
+        problems.add(loaded.problem(key, f"node {name!r} is defined after this node",
+                                    hint="list nodes in dependency order"))
+    elif op.input_kind is None and name != "record":
+        problems.add(loaded.problem(key, f"op {op.name!r} reads the record; its input must be 'record'"))
+    elif op.input_kind is not None and name in RESERVED_INPUTS:
+        problems.add(loaded.problem(key, f"op {op.name!r} takes {op.input_kind}, not {name!r}",
+                                    hint="name a record media (e.g. 'image') or an earlier node"))
+
+
+def _template(loaded: LoadedSpec, source: str, key: str, problems: ProblemList) -> jinja2.Template | None:
+    try:
+        return compile_template(source)
+    except TemplateProblem as exc:
+        problems.add(loaded.problem(key, str(exc)))
+        return None
+
+
+TEMPLATE_NAMES = {"record", "attrs", "item_id", "record_id"}
+
+
+def _check_template_names(loaded: LoadedSpec, nodes: list[ResolvedNode], problems: ProblemList) -> None:
+    """Undefined names are found before any item is rendered (StrictUndefined catches the rest)."""
+    consumed = {n.input for n in nodes}
+    sinks = [n for n in nodes if n.id not in consumed]
+    names = set(TEMPLATE_NAMES)
+    if sinks and all(n.op.output_kind == "text" for n in sinks):
+        names.add("text")
+    for key, source in (("prompt.template", loaded.spec.prompt.template), ("prompt.system", loaded.spec.prompt.system)):
+        if not source:
+            continue
+        try:
+            used = meta.find_undeclared_variables(make_environment().parse(source))
+        except jinja2.TemplateSyntaxError:
+            continue  # reported by _template
+        for name in sorted(used - names):
+            problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
+                                        hint=did_you_mean(name, sorted(names)) or f"variables: {', '.join(sorted(names))}"))
+
+
+def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedMetric]:
+    out = []
+    stage_ids = [s.id for s in loaded.spec.stage]
+    for index, metric in enumerate(loaded.spec.metric):
+        key = f"metric[{index}]"
+        if metric.name not in METRIC_SCHEMAS:
+            problem = METRIC_SCHEMAS.unknown(metric.name)
+            problems.add(loaded.problem(f"{key}.name", problem.message, problem.hint))
+            continue
+        try:
+            params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+        except ValidationError as exc:
+            for p in _validation_problems(loaded, exc, key):
+                problems.add(p)
+            continue
+        if params.stage is not None and params.stage not in stage_ids:
+            problems.add(loaded.problem(f"{key}.stage", f"no stage {params.stage!r}",
+                                        hint=f"stages: {', '.join(stage_ids)}"))
+        out.append(ResolvedMetric(metric.name, params))
+    return out

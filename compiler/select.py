@@ -1,0 +1,66 @@
+"""Stage 3a: filters and sampling. Both are independent of the order records arrive in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import digest
+from .errors import SourceError
+from .spec.models import Filter, Sample
+from .spec.parse import LoadedSpec
+from .values import Record
+
+
+def _passes(flt: Filter, value: Any) -> bool:
+    if flt.between is not None:
+        return flt.between[0] <= value <= flt.between[1]
+    if flt.equals is not None:
+        return value == flt.equals
+    if flt.one_of is not None:
+        return value in flt.one_of
+    if flt.not_in is not None:
+        return value not in flt.not_in
+    return (flt.min is None or value >= flt.min) and (flt.max is None or value <= flt.max)
+
+
+def apply_filters(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
+    kept = records
+    for index, flt in enumerate(loaded.spec.filter):
+        key = f"filter[{index}].where"
+        survivors = []
+        for record in kept:
+            try:
+                value = record.get(flt.where)
+            except KeyError:
+                raise SourceError(loaded.problem(
+                    key, f"record {record.id!r} has no field {flt.where!r}",
+                    hint=f"its fields: {', '.join(sorted(record.fields))}")) from None
+            try:
+                if _passes(flt, value):
+                    survivors.append(record)
+            except TypeError:
+                raise SourceError(loaded.problem(
+                    key, f"cannot compare {flt.where!r} = {value!r} of record {record.id!r}")) from None
+        kept = survivors
+    return kept
+
+
+def sample(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
+    """Rank records by a seeded hash of their id; keep one per ``per`` value, then the first n."""
+    spec: Sample = loaded.spec.sample
+    seed = loaded.spec.benchmark.seed
+    ranked = sorted(records, key=lambda r: (digest(["sample", seed, r.id]), r.id))
+    if spec.per is not None:
+        seen: set[str] = set()
+        unique = []
+        for record in ranked:
+            try:
+                group = digest(record.get(spec.per))
+            except KeyError:
+                raise SourceError(loaded.problem("sample.per", f"record {record.id!r} has no field {spec.per!r}")) from None
+            if group not in seen:
+                seen.add(group)
+                unique.append(record)
+        ranked = unique
+    chosen = ranked[: spec.n] if spec.n is not None else ranked
+    return sorted(chosen, key=lambda r: r.id)

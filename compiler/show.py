@@ -1,0 +1,39 @@
+"""Select items of a manifest for display (``benchc show``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import BenchcError, Problem
+from .manifest import ITEM_SCHEMA, read_manifest
+
+JSON_COLUMNS = ("attrs", "media", "targets", "lineage")
+
+
+def _parse(condition: str) -> tuple[str, str]:
+    key, sep, value = condition.partition("=")
+    if not sep:
+        raise BenchcError(Problem(f"--where {condition!r} is not KEY=VALUE", hint="e.g. --where color=red"))
+    return key.strip(), value.strip()
+
+
+def select_items(manifest_dir: Path, where: list[str], limit: int) -> list[dict[str, Any]]:
+    frame = read_manifest(manifest_dir).items()
+    conditions = [_parse(c) for c in where]
+    out = []
+    for row in frame.iter_rows(named=True):
+        item = {k: (json.loads(v) if k in JSON_COLUMNS and v is not None else v) for k, v in row.items()}
+        if all(_matches(item, k, v) for k, v in conditions):
+            out.append(item)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _matches(item: dict[str, Any], key: str, value: str) -> bool:
+    if key in ITEM_SCHEMA:
+        return str(item[key]) == value
+    attrs = item["attrs"]
+    return key in attrs and str(attrs[key]).lower() == value.lower()

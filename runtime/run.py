@@ -1,0 +1,158 @@
+"""``benchc run``: a manifest's items -> requests per stage -> backends -> the response store.
+
+Stages run in waves: a later stage's requests are built from the earlier stage's responses
+(speech -> transcript). The run folder gets ``responses.parquet`` (item, stage, sample, request
+key, answer) and ``run.json`` (the run record: model, backend fingerprints, counts, times),
+which is the only place volatile facts such as timestamps are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchc import __version__
+from benchc.compiler.atomic import write_text_atomic, write_with_atomic
+from benchc.compiler.canonical import digest
+from benchc.compiler.errors import BackendError, BenchcError, Problem
+from benchc.compiler.manifest import Manifest, read_manifest
+from benchc.compiler.spec.models import Spec, Stage
+
+from .backends import Backend, Request, make_backend
+from .executor import MediaSource, execute
+from .store import ResponseStore, StoredResponse
+
+RESPONSES_FILE, RUN_FILE = "responses.parquet", "run.json"
+
+
+@dataclass
+class RunOptions:
+    model: str | None = None
+    cache_dir: Path = Path(".benchc/cache")
+    store_dir: Path = Path(".benchc/store")
+    workers: int = 1
+    backends: dict[str, str] = field(default_factory=dict)  # stage id -> backend override
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    stage: str
+    backend: str
+    requests: int
+    cached: int
+    ran: int
+
+
+def stage_backend(stage: Stage, options: RunOptions) -> str:
+    chosen = options.backends.get(stage.id, stage.backend)
+    if chosen == "model":
+        if not options.model:
+            raise BackendError(Problem(f"stage {stage.id!r} runs the model under test, and no model was given",
+                                       hint="pass --model, e.g. --model espeak or --model hf:/path/to/model"))
+        return options.model
+    return chosen
+
+
+def request_key(fingerprint: dict[str, Any], stage: Stage, spec: Spec, prompt: str, system: str | None,
+                media: list[tuple[str, str]], sample: int) -> str:
+    payload: dict[str, Any] = {"kind": "request", "backend": fingerprint, "task": stage.task,
+                               "prompt": prompt, "system": system, "media": media, "sample": sample}
+    if stage.task == "generate":
+        payload["generation"] = spec.generation.model_dump(mode="json")
+    return digest(payload)
+
+
+def _samples(stage: Stage, spec: Spec) -> int:
+    return spec.generation.n if stage.task == "generate" else 1
+
+
+def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: dict[str, Any],
+                   previous: dict[tuple[str, int], StoredResponse] | None) -> dict[tuple[str, int], Request]:
+    """One request per (item, sample); later stages read the earlier stage's answer."""
+    out: dict[tuple[str, int], Request] = {}
+    for row in items.select("item_id", "prompt", "system", "media").iter_rows(named=True):
+        for sample in range(_samples(stage, spec) if previous is None else 1):
+            if previous is None:
+                prompt, system = row["prompt"], row["system"]
+                media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])]
+            else:
+                answer = previous[(row["item_id"], sample)]
+                prompt, system = (answer.text or ""), None
+                media = [("audio", answer.blob)] if answer.blob else []
+            key = request_key(fingerprint, stage, spec, prompt, system, media, sample)
+            out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample)
+    return out
+
+
+def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list[StageOutcome]:
+    manifest = read_manifest(manifest_dir)
+    spec = Spec.model_validate(manifest.spec)
+    items = manifest.items()
+    backends = {s.id: make_backend(stage_backend(s, options), spec.generation, s.task) for s in spec.stage}
+    store = ResponseStore(options.store_dir)
+    media = MediaSource(options.cache_dir, options.store_dir)
+    started = time.time()
+    outcomes, rows = [], []
+    try:
+        previous = None
+        for stage in spec.stage:
+            backend = backends[stage.id]
+            outcome, answers = _run_stage(stage, spec, items, backend, store, media, options, previous)
+            outcomes.append(outcome)
+            rows += [_row(item_id, sample, stage.id, answer) for (item_id, sample), answer in answers.items()]
+            previous = answers
+    finally:
+        store.close()
+    _write_run(run_dir, manifest, options, backends, outcomes, rows, started)
+    return outcomes
+
+
+def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, store: ResponseStore,
+               media: MediaSource, options: RunOptions, previous) -> tuple[StageOutcome, dict]:
+    requests = build_requests(stage, spec, items, backend.fingerprint(), previous)
+    unique = {r.key: r for r in requests.values()}
+    missing = store.missing(unique)
+    execute(backend, [unique[k] for k in missing], store, media, options.workers,
+            f"{stage.id} ({backend.spec})", options.progress)
+    stored = store.get_many(unique)
+    lost = [k for k in unique if k not in stored]
+    if lost:
+        raise BenchcError(Problem(f"stage {stage.id!r}: {len(lost)} responses missing after the run"))
+    answers = {pair: stored[r.key] for pair, r in requests.items()}
+    outcome = StageOutcome(stage.id, str(backend.spec), len(unique), len(unique) - len(missing), len(missing))
+    return outcome, answers
+
+
+def _row(item_id: str, sample: int, stage: str, answer: StoredResponse) -> dict[str, Any]:
+    return {"item_id": item_id, "stage": stage, "sample": sample, "key": answer.key,
+            "kind": answer.kind, "text": answer.text, "blob": answer.blob}
+
+
+RESPONSE_SCHEMA = {"item_id": pl.String, "stage": pl.String, "sample": pl.Int64, "key": pl.String,
+                   "kind": pl.String, "text": pl.String, "blob": pl.String}
+
+
+def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends: dict[str, Backend],
+               outcomes: list[StageOutcome], rows: list[dict[str, Any]], started: float) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    frame = pl.DataFrame(rows, schema=RESPONSE_SCHEMA, orient="row").sort("item_id", "stage", "sample")
+    write_with_atomic(run_dir / RESPONSES_FILE, lambda p: frame.write_parquet(p, statistics=False))
+    record = {
+        "benchc": __version__,
+        "manifest": str(Path(manifest.root)),
+        "benchmark": manifest.lock["benchmark"],
+        "manifest_digest": manifest.lock["manifest_digest"],
+        "model": options.model,
+        "stages": [o.__dict__ for o in outcomes],
+        "backends": {sid: b.fingerprint() for sid, b in backends.items()},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 3),
+        "workers": options.workers,
+    }
+    write_text_atomic(run_dir / RUN_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")

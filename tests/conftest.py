@@ -1,0 +1,41 @@
+"""Shared fixtures: paths, an offline environment, and a way to call the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+TEXT2SPEECH = SPECS / "mmcbench" / "text2speech.toml"
+CONTEXT_REASONING = SPECS / "mm_r3" / "context_reasoning.toml"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+        check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``benchc`` as a user would, in a fresh process."""
+    full_env = {**os.environ, **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "benchc.cli", *map(str, args)], cwd=cwd or ROOT,
+                          env=full_env, capture_output=True, text=True, timeout=900)
+    if check and done.returncode != 0:
+        raise AssertionError(f"benchc {' '.join(map(str, args))} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for tests that only read bundled specs (saves recomputing media)."""
+    return tmp_path_factory.mktemp("shared-cache")

@@ -1,0 +1,61 @@
+"""The one serializer and the one digest: golden values pin the hash recipe."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from benchc.compiler.canonical import HASH_RECIPE_VERSION, NotCanonicalError, canonical_json, digest
+
+# Changing any of these means every benchmark hash changes: bump HASH_RECIPE_VERSION and add
+# the new values as a new version entry instead of editing these.
+GOLDEN = {
+    1: [
+        ({}, "381ee4ef3d6e6a97d6ca2f5ebb1e78946d04d45d2e4e2695e6b376e4087c8348"),
+        ({"kind": "node", "op": "x", "version": "1.0.0", "params": {"a": 1}, "inputs": ["k"], "seed": 7},
+         "534add29d665c79c4865829b9846d64aab3fa58f143f9714df0d6b5bc5b4f4fe"),
+    ],
+}
+
+
+def test_recipe_version_is_pinned_by_golden_digests() -> None:
+    assert HASH_RECIPE_VERSION in GOLDEN, "new recipe version: add its golden digests"
+    for value, expected in GOLDEN[HASH_RECIPE_VERSION]:
+        assert digest(value) == expected
+
+
+def test_canonical_form_is_sorted_and_compact() -> None:
+    assert canonical_json({"b": 1, "a": [1.5, "x", None, True]}) == '{"a":[1.5,"x",null,true],"b":1}'
+    assert canonical_json({"é": "ü"}) == '{"é":"ü"}'
+
+
+def test_int_and_float_are_distinct() -> None:
+    assert digest({"x": 1}) != digest({"x": 1.0})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, {1: "a"}, {"s": {1, 2}}, b"bytes", object()])
+def test_values_without_canonical_form_are_refused(bad: object) -> None:
+    with pytest.raises(NotCanonicalError):
+        canonical_json(bad)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_json_round_trips(value: object) -> None:
+    assert json.loads(canonical_json(value)) == value
+
+
+@given(st.dictionaries(st.text(max_size=6), st.integers(), max_size=8), st.randoms())
+def test_digest_ignores_key_order(mapping: dict[str, int], rnd) -> None:
+    items = list(mapping.items())
+    rnd.shuffle(items)
+    assert digest(dict(items)) == digest(mapping)

@@ -1,0 +1,53 @@
+"""Golden files: the committed locks of the bundled specs, the manifest schema, node keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli
+from benchc.compiler.expand import node_key
+from benchc.compiler.manifest import ITEM_SCHEMA, LOCK_VERSION, MANIFEST_SCHEMA_VERSION
+
+BUNDLED = sorted((ROOT / "specs").rglob("*.toml"))
+
+
+@pytest.mark.parametrize("spec", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_bundled_spec_matches_its_committed_lock(spec: Path, shared_cache: Path) -> None:
+    done = cli("lock", "--check", spec, "--cache", shared_cache)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_manifest_schema_is_pinned() -> None:
+    # Changing the columns means bumping MANIFEST_SCHEMA_VERSION and updating this golden list.
+    assert MANIFEST_SCHEMA_VERSION == 1 and LOCK_VERSION == 1
+    assert list(ITEM_SCHEMA) == ["item_id", "group_id", "record_id", "record_digest", "node", "attrs",
+                                 "system", "prompt", "text", "media", "targets", "lineage"]
+
+
+def test_node_key_recipe_is_pinned() -> None:
+    assert node_key("image.mask_object", "1.0.0", {"color": "red", "lines": 3}, ["ab"], 11) == \
+        "a742b11e545a4afa2285a943b1ffa16e0e3982c9fc2f247e7b5d0a05dc873ada"
+
+
+@pytest.mark.parametrize("change", [
+    ("image.mask_object", "1.0.1", {"color": "red", "lines": 3}, ["ab"], 11),
+    ("image.mask_object", "1.0.0", {"color": "red", "lines": 5}, ["ab"], 11),
+    ("image.mask_object", "1.0.0", {"color": "red", "lines": 3, "pad": 0.1}, ["ab"], 11),
+    ("image.mask_object", "1.0.0", {"color": "red", "lines": 3}, ["ac"], 11),
+    ("image.mask_object", "1.0.0", {"color": "red", "lines": 3}, ["ab"], 12),
+])
+def test_every_part_of_a_node_key_matters(change) -> None:
+    assert node_key(*change) != node_key("image.mask_object", "1.0.0", {"color": "red", "lines": 3}, ["ab"], 11)
+
+
+def test_lock_check_fails_on_a_changed_spec_without_a_version_bump(tmp_path: Path) -> None:
+    specs = tmp_path / "specs" / "mm_r3"
+    specs.mkdir(parents=True)
+    spec = specs / "context_reasoning.toml"
+    spec.write_text((ROOT / "specs/mm_r3/context_reasoning.toml").read_text().replace("n = 40", "n = 39"))
+    done = cli("lock", "--check", spec, "--generated", ROOT / "generated", "--cache", tmp_path / "c")
+    assert done.returncode == 1
+    assert "bump [benchmark].version" in done.stderr
