@@ -45,6 +45,7 @@ class CompileResult:
     manifest_dir: Path
     lock: dict[str, Any]
     memo_hit: bool
+    ops_run: int = 0
 
 
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
@@ -58,12 +59,12 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         memo_dir = store.root / "compiled" / memo_key
         if options.use_memo and (memo_dir / "lock.json").exists():
             _copy_dir(memo_dir, Path(out_dir))
-            return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True)
-        rows, lock = _build(resolved, loaded, source, store, options)
+            return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True, 0)
+        rows, lock, ops_run = _build(resolved, loaded, source, store, options)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
         write_manifest(memo_dir, rows, lock, spec_json)
-        return CompileResult(Path(out_dir), lock, False)
+        return CompileResult(Path(out_dir), lock, False, ops_run)
     finally:
         store.close()
 
@@ -134,20 +135,18 @@ def _op_versions(resolved: Resolved) -> dict[str, str]:
 
 
 def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: ContentStore,
-           options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+           options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
-    variants_by_node = expand(resolved.nodes, records, seed, store, options.workers)
-    sinks = resolved.sinks
-    if sinks:
-        finals = [v for node in sinks for v in variants_by_node[node.id]]
+    variants_by_node, ops_run = expand(resolved.nodes, records, seed, store, options.workers)
+    if resolved.sinks:
+        finals = [v for node in resolved.sinks for v in variants_by_node[node.id]]
+        rows = [_item_row(resolved, v.record, v) for v in finals]
     else:
-        finals = [None] * 0
-    rows = [_item_row(resolved, v.record, v) for v in finals] if sinks else \
-        [_item_row(resolved, r, None) for r in records]
+        rows = [_item_row(resolved, r, None) for r in records]
     rows.sort(key=lambda row: row["item_id"])
     lock = _lock(resolved, loaded, source, records, rows)
-    return rows, lock
+    return rows, lock, ops_run
 
 
 def _item_row(resolved: Resolved, record: Record, variant: Variant | None) -> dict[str, Any]:

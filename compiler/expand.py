@@ -112,14 +112,15 @@ def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
     return {"value": out.value.as_json(), "attrs": out.attrs}
 
 
-def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int) -> list[Variant]:
+def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int) -> tuple[list[Variant], int]:
+    """Answer tasks from the node cache, run the misses; returns the variants and the op runs."""
     cached = store.lookup_nodes(t.key for t in tasks)
     missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
     fresh = _execute(missing, store, workers)
     if fresh:
         store.store_nodes(fresh)
     outputs = {**cached, **fresh}
-    return [_variant(t, outputs[t.key]) for t in tasks]
+    return [_variant(t, outputs[t.key]) for t in tasks], len(missing)
 
 
 def _execute(tasks: list[NodeTask], store: ContentStore, workers: int) -> dict[str, dict[str, Any]]:
@@ -142,9 +143,10 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
 
 
 def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int,
-           store: ContentStore, workers: int = 1) -> dict[str, list[Variant]]:
-    """Run every node over every record; returns the variants of each node id."""
+           store: ContentStore, workers: int = 1) -> tuple[dict[str, list[Variant]], int]:
+    """Run every node over every record; returns the variants of each node id and the op runs."""
     by_node: dict[str, list[Variant]] = {}
+    ops_run = 0
     for node in nodes:
         tasks: list[NodeTask] = []
         if node.input in by_node:
@@ -153,5 +155,6 @@ def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int,
         else:
             for record in records:
                 tasks += plan_node(node, spec_seed, record, None)
-        by_node[node.id] = run_tasks(tasks, store, workers)
-    return by_node
+        by_node[node.id], ran = run_tasks(tasks, store, workers)
+        ops_run += ran
+    return by_node, ops_run

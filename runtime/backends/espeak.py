@@ -1,18 +1,19 @@
 """Text-to-speech through the espeak-ng engine (Debian package ``espeak-ng``).
 
-espeak-ng writes 22,050 Hz WAV; we resample to 16 kHz mono 16-bit (scipy's polyphase filter),
+espeak-ng writes 22,050 Hz WAV; we resample to 16 kHz mono 16-bit with soxr (the SoX resampler),
 the rate speech recognisers expect and MMCBench resamples to.
 """
 
 from __future__ import annotations
 
 import shutil
+from importlib import metadata
 import subprocess
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.signal import resample_poly
+import soxr
 
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.media import read_wav, wav_bytes
@@ -49,7 +50,8 @@ class ESpeak(Backend):
 
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": self.name, "engine": self.version, "voice": self.voice,
-                "speed": self.speed, "pitch": self.pitch, "rate": OUTPUT_RATE}
+                "speed": self.speed, "pitch": self.pitch, "rate": OUTPUT_RATE,
+                "resampler": f"soxr {metadata.version('soxr')} HQ"}
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         return [Response("audio", data=self.speak(r.prompt)) for r in requests]
@@ -62,7 +64,7 @@ class ESpeak(Backend):
         if done.returncode != 0:
             raise BackendError(Problem(f"espeak-ng failed: {done.stderr.decode(errors='replace')[:200]}"))
         samples, rate = read_wav(done.stdout)
-        resampled = resample_poly(samples.astype(np.float64) / 32768.0, OUTPUT_RATE, rate)
+        resampled = soxr.resample(samples.astype(np.float64) / 32768.0, rate, OUTPUT_RATE, quality="HQ")
         return wav_bytes(resampled, OUTPUT_RATE)
 
 

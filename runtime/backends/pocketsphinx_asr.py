@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import resample_poly
+import soxr
 
 from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
@@ -63,7 +63,7 @@ class PocketSphinx(Backend):
     def transcribe(self, wav: bytes) -> str:
         samples, rate = read_wav(wav)
         if rate != RATE:
-            samples = np.round(resample_poly(samples.astype(np.float64), RATE, rate)).astype("<i2")
+            samples = np.round(soxr.resample(samples.astype(np.float64), rate, RATE, quality="HQ")).astype("<i2")
         decoder = self._get_decoder()
         decoder.start_utt()
         decoder.process_raw(samples.astype("<i2").tobytes(), full_utt=True)

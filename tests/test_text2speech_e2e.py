@@ -1,0 +1,96 @@
+"""MMCBench text2speech end to end through the CLI: espeak speaks, pocketsphinx transcribes,
+MiniLM compares; a run killed with SIGKILL resumes with every response present exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import ROOT, TEXT2SPEECH, cli
+from specfiles import write_mini
+
+pytestmark = pytest.mark.slow
+
+
+def test_eval_on_the_bundled_tables(tmp_path: Path) -> None:
+    done = cli("eval", TEXT2SPEECH, "--model", "espeak", "--set", "sample.n=2", "-j", "2",
+               "-o", tmp_path / "out", "--cache", tmp_path / "cache", "--store", tmp_path / "store", check=True)
+    scores = json.loads((tmp_path / "out" / "run" / "scores.json").read_text())
+    [metric] = scores["metrics"]
+    assert metric["name"] == "mmcbench.consistency"
+    assert scores["items"] == 2 * 24
+    for row in metric["rows"]:
+        assert row["corruptions"] == 23 and row["max"] == 2300
+        assert 0 <= row["score"] <= 2300
+        assert row["severity"] in ("heavy", "light") and row["selection"] in ("hard", "random")
+    per = next(iter(metric["details"]["per_corruption_x100"].values()))
+    assert len(per) == 23 and "clean" not in per
+    report = (tmp_path / "out" / "run" / "report.md").read_text()
+    assert "offline stand-ins" in report and "wav2vec2" in report
+    assert "| severity | selection | groups | corruptions | score | max |" in done.stdout
+    responses = pl.read_parquet(tmp_path / "out" / "run" / "responses.parquet")
+    assert responses.filter(pl.col("stage") == "speech")["kind"].unique().to_list() == ["audio"]
+    assert responses.filter(pl.col("stage") == "transcript")["text"].str.len_chars().sum() > 0
+
+
+def test_rerun_asks_no_backend_again(tmp_path: Path) -> None:
+    spec = write_mini(tmp_path, n=2)
+    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
+    args = ("run", tmp_path / "m", "-o", tmp_path / "r", "--model", "espeak", "--cache", tmp_path / "c",
+            "--store", tmp_path / "s")
+    first = cli(*args, check=True).stdout
+    assert "speech: 6 requests to espeak (0 cached, 6 run)" in first
+    second = cli(*args, check=True).stdout
+    assert "speech: 6 requests to espeak (6 cached, 0 run)" in second
+    assert "transcript: 6 requests to pocketsphinx (6 cached, 0 run)" in second
+
+
+def _stored(store: Path) -> int:
+    db = store / "responses.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as con:
+            return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path) -> None:
+    spec = write_mini(tmp_path, n=6)
+    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
+    store = tmp_path / "s"
+    args = [sys.executable, "-m", "benchc.cli", "run", str(tmp_path / "m"), "-o", str(tmp_path / "r"),
+            "--model", "espeak", "--cache", str(tmp_path / "c"), "--store", str(store), "-j", "2"]
+    total = 2 * 6 * 3  # two stages x six records x three versions
+    for kill_after in (3, 14, 23):
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        deadline = time.time() + 300
+        while _stored(store) < kill_after and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = _stored(store)
+    assert 0 < before < total
+    done = cli(*args[3:], check=True)
+    counts = re.findall(r"(\d+) requests to \S+ \((\d+) cached, (\d+) run\)", done.stdout)
+    requests = sum(int(r) for r, _, _ in counts)
+    cached = sum(int(c) for _, c, _ in counts)
+    ran = sum(int(n) for _, _, n in counts)
+    assert requests == total and cached == before and cached + ran == total
+    assert _stored(store) == total
+    with sqlite3.connect(store / "responses.sqlite") as con:
+        assert con.execute("SELECT COUNT(DISTINCT key) FROM responses").fetchone()[0] == total
+    responses = pl.read_parquet(tmp_path / "r" / "responses.parquet")
+    assert responses.height == total and responses.select("item_id", "stage").is_unique().all()
