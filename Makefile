@@ -11,7 +11,7 @@ setup:
 
 # Compile + run + score + report MMCBench text2speech on a seeded subset of its bundled tables.
 demo: setup
-	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak --set sample.n=8 --workers 2 --out $(DEMO_OUT)
+	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak --set sample.n=2 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
 
 # The whole suite, slow real-model tests included (CI runs exactly this).
 test: setup

@@ -45,8 +45,17 @@ def apply_filters(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
     return kept
 
 
+def _field(loaded: LoadedSpec, record: Record, key: str, path: str) -> str:
+    try:
+        return digest(record.get(path))
+    except KeyError:
+        raise SourceError(loaded.problem(key, f"record {record.id!r} has no field {path!r}",
+                                         hint=f"its fields: {', '.join(sorted(record.fields))}")) from None
+
+
 def sample(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
-    """Rank records by a seeded hash of their id; keep one per ``per`` value, then the first n."""
+    """Rank records by a seeded hash of their id; keep one per ``per`` value, then the first n
+    (per ``stratify`` value when set)."""
     spec: Sample = loaded.spec.sample
     seed = loaded.spec.benchmark.seed
     ranked = sorted(records, key=lambda r: (digest(["sample", seed, r.id]), r.id))
@@ -54,13 +63,21 @@ def sample(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
         seen: set[str] = set()
         unique = []
         for record in ranked:
-            try:
-                group = digest(record.get(spec.per))
-            except KeyError:
-                raise SourceError(loaded.problem("sample.per", f"record {record.id!r} has no field {spec.per!r}")) from None
+            group = _field(loaded, record, "sample.per", spec.per)
             if group not in seen:
                 seen.add(group)
                 unique.append(record)
         ranked = unique
-    chosen = ranked[: spec.n] if spec.n is not None else ranked
+    if spec.n is None:
+        chosen = ranked
+    elif spec.stratify is None:
+        chosen = ranked[: spec.n]
+    else:
+        taken: dict[str, int] = {}
+        chosen = []
+        for record in ranked:
+            stratum = _field(loaded, record, "sample.stratify", spec.stratify)
+            if taken.get(stratum, 0) < spec.n:
+                taken[stratum] = taken.get(stratum, 0) + 1
+                chosen.append(record)
     return sorted(chosen, key=lambda r: r.id)

@@ -87,8 +87,8 @@ class MMCBenchTextTable(SourceLoader):
                                 file=str(path), line=line))
             return None
         corrupted = {c: row[c] for c in MMCBENCH_TEXT_CORRUPTIONS}
-        fields = {"key": key, "text": clean, "severity": table.severity,
-                  "selection": table.selection, "versions": corrupted}
+        fields = {"key": key, "text": clean, "table": f"{table.selection}-{table.severity}",
+                  "severity": table.severity, "selection": table.selection, "versions": corrupted}
         corrupted["clean"] = clean
         return Record(id=f"{table.selection}-{table.severity}/{key}", fields=fields,
                       attrs={"severity": table.severity, "selection": table.selection})

@@ -73,6 +73,7 @@ class Sample(Strict):
 
     n: int | None = Field(None, gt=0, description="keep this many records (all if unset)")
     per: str | None = Field(None, description="keep at most one record per value of this field")
+    stratify: str | None = Field(None, description="keep n records per value of this field")
 
 
 class Node(Strict):
