@@ -11,7 +11,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import click
 import typer
@@ -20,11 +20,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Compile, run, score and report consistency benchmarks of multimodal models.")
 
 SpecArg = Annotated[Path, typer.Argument(help="a benchmark spec (.toml)")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="override a spec key: --set sample.n=20")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a spec key: --set sample.n=20")]
 CacheOpt = Annotated[Path, typer.Option("--cache", help="content-addressed compile cache")]
 StoreOpt = Annotated[Path, typer.Option("--store", help="response store folder")]
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="worker processes")]
-RootOpt = Annotated[Optional[list[Path]], typer.Option("--data-root", help="extra folder specs may read data from")]
+RootOpt = Annotated[list[Path] | None, typer.Option("--data-root", help="extra folder specs may read data from")]
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -63,7 +63,7 @@ def compile_(spec: SpecArg,
 
 @app.command()
 def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
-         where: Annotated[Optional[list[str]], typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
+         where: Annotated[list[str] | None, typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
          limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
          as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False) -> None:
     """List the items of a manifest, filtered by columns or perturbation attributes."""
@@ -74,21 +74,28 @@ def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest fold
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False, sort_keys=True))
         return
+    columns = ("item_id", "attrs", "prompt", "media", "targets")
+    cells = [(row["item_id"], json.dumps(row["attrs"], ensure_ascii=False), row["prompt"][:60],
+              ", ".join(f"{m['kind']}:{m['sha256'][:10]}" for m in row["media"]),
+              json.dumps(row["targets"], ensure_ascii=False)) for row in rows]
+    if not sys.stdout.isatty():  # pipes get plain tab-separated lines, never wrapped
+        for line in (columns, *cells):
+            typer.echo("\t".join(line))
+        return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("item_id", "attrs", "prompt", "media", "targets")
-    for row in rows:
-        media = ", ".join(f"{m['kind']}:{m['sha256'][:10]}" for m in row["media"])
-        table.add_row(row["item_id"], json.dumps(row["attrs"]), row["prompt"][:60], media, json.dumps(row["targets"]))
+    table = Table(*columns)
+    for line in cells:
+        table.add_row(*line)
     Console().print(table)
 
 
 @app.command()
 def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
         out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
-        model: Annotated[Optional[str], typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
-        backend: Annotated[Optional[list[str]], typer.Option("--backend", help="STAGE=BACKEND override")] = None,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
+        backend: Annotated[list[str] | None, typer.Option("--backend", help="STAGE=BACKEND override")] = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1) -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
@@ -121,7 +128,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a scored run folder")])
 @app.command("eval")
 def evaluate(spec: SpecArg,
              out: Annotated[Path, typer.Option("--out", "-o", help="folder for manifest/, run/ and the report")],
-             model: Annotated[Optional[str], typer.Option("--model", "-m")] = None,
+             model: Annotated[str | None, typer.Option("--model", "-m")] = None,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
              workers: WorkersOpt = 1, data_root: RootOpt = None) -> None:
     """compile + run + score + report in one command."""
@@ -134,7 +141,7 @@ def evaluate(spec: SpecArg,
 
 
 @app.command()
-def lock(specs: Annotated[Optional[list[Path]], typer.Argument(help="specs (default: specs/**/*.toml)")] = None,
+def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default: specs/**/*.toml)")] = None,
          check: Annotated[bool, typer.Option("--check", help="fail if a committed lock is out of date")] = False,
          generated: Annotated[Path, typer.Option("--generated")] = Path("generated"),
          cache: CacheOpt = DEFAULT_CACHE) -> None:
@@ -165,7 +172,15 @@ def ops() -> None:
         typer.echo(f"{name} v{op.version}  ({op.input_kind or 'record'} -> {op.output_kind})  {op.describe()}")
         for pname, field in op.Params.model_fields.items():
             default = "required" if field.is_required() else repr(field.default)
-            typer.echo(f"    {pname}: {field.annotation!s} = {default}".replace("typing.", ""))
+            typer.echo(f"    {pname}: {_type_name(field.annotation)} = {default}")
+
+
+def _type_name(annotation: object) -> str:
+    from typing import Literal, get_args, get_origin
+
+    if get_origin(annotation) is Literal:
+        return "one of " + "|".join(str(a) for a in get_args(annotation))
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
 def _offline_environment() -> None:
@@ -175,21 +190,23 @@ def _offline_environment() -> None:
         os.environ.setdefault(name, value)
 
 
+INTERRUPTED = "interrupted: finished work is saved; rerun the same command to resume"
+
+
 def main(argv: list[str] | None = None) -> int:
     from .compiler.errors import BenchcError
 
     _offline_environment()
     try:
         result = app(args=argv, standalone_mode=False)
+        if result == 130:  # typer turns KeyboardInterrupt into Exit(130)
+            _say(INTERRUPTED)
         return result if isinstance(result, int) else 0
     except BenchcError as exc:
         _say(f"error: {exc.render()}")
         return 1 if all("lock" in (p.file or "") for p in exc.problems) else 2
-    except click.exceptions.Abort:
-        _say("interrupted; completed work is saved, rerun the same command to resume")
-        return 130
-    except KeyboardInterrupt:
-        _say("interrupted; completed work is saved, rerun the same command to resume")
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _say(INTERRUPTED)
         return 130
     except click.ClickException as exc:
         exc.show()

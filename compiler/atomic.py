@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

@@ -67,7 +67,7 @@ def digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def digest_file(path: "str | bytes | Any", chunk: int = 1 << 20) -> str:
+def digest_file(path: str | bytes | Any, chunk: int = 1 << 20) -> str:
     """sha256 of a file's bytes, streamed."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -14,7 +14,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from .atomic import replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, canonical_json, digest
 from .cas import ContentStore

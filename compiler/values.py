@@ -71,7 +71,7 @@ class Value:
         return self.media.as_json()
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> "Value":
+    def from_json(data: dict[str, Any]) -> Value:
         if data["kind"] == "text":
             return Value("text", text=data["text"])
         return Value(data["kind"], media=MediaRef(data["kind"], data["sha256"]))

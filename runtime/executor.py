@@ -7,6 +7,7 @@ once, so Ctrl-C or a kill loses only batches in flight and a rerun resumes from 
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -41,6 +42,9 @@ _WORKER: tuple[Backend, MediaSource] | None = None
 
 def _init_worker(spec: BackendSpec, generation: Generation, task: str, cache_dir: str, store_dir: str) -> None:
     global _WORKER
+    # Ctrl-C reaches the whole process group; only the parent handles it (it cancels what is
+    # queued, lets running batches finish and commits them).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = (make_backend(spec, generation, task), MediaSource(Path(cache_dir), Path(store_dir)))
 
 
@@ -106,8 +110,10 @@ def _execute_pool(backend: Backend, batches: list[list[Request]], store: Respons
             while pending:
                 _drain(pending, store, backend.name, advance, FIRST_COMPLETED)
         except BaseException:
-            for future in pending:
-                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future, batch in pending.items():
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    _commit(store, backend.name, batch, future.result())
             raise
 
 

@@ -74,17 +74,20 @@ def _samples(stage: Stage, spec: Spec) -> int:
 
 def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: dict[str, Any],
                    previous: dict[tuple[str, int], StoredResponse] | None) -> dict[tuple[str, int], Request]:
-    """One request per (item, sample); later stages read the earlier stage's answer."""
+    """One request per (item, sample). A first stage sends the item's prompt and media (``n``
+    samples when it generates); a later stage sends each answer of the stage it reads."""
     out: dict[tuple[str, int], Request] = {}
+    earlier: dict[str, list[tuple[int, StoredResponse]]] = {}
+    for (item_id, sample), answer in sorted((previous or {}).items()):
+        earlier.setdefault(item_id, []).append((sample, answer))
     for row in items.select("item_id", "prompt", "system", "media").iter_rows(named=True):
-        for sample in range(_samples(stage, spec) if previous is None else 1):
-            if previous is None:
-                prompt, system = row["prompt"], row["system"]
-                media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])]
-            else:
-                answer = previous[(row["item_id"], sample)]
-                prompt, system = (answer.text or ""), None
-                media = [("audio", answer.blob)] if answer.blob else []
+        if previous is None:
+            media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])]
+            inputs = [(s, row["prompt"], row["system"], media) for s in range(_samples(stage, spec))]
+        else:
+            inputs = [(s, a.text or "", None, [("audio", a.blob)] if a.blob else [])
+                      for s, a in earlier.get(row["item_id"], [])]
+        for sample, prompt, system, media in inputs:
             key = request_key(fingerprint, stage, spec, prompt, system, media, sample)
             out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample)
     return out
@@ -100,13 +103,14 @@ def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list
     started = time.time()
     outcomes, rows = [], []
     try:
-        previous = None
+        answers_by_stage: dict[str, dict] = {}
         for stage in spec.stage:
             backend = backends[stage.id]
+            previous = None if stage.input == "prompt" else answers_by_stage[stage.input]
             outcome, answers = _run_stage(stage, spec, items, backend, store, media, options, previous)
             outcomes.append(outcome)
             rows += [_row(item_id, sample, stage.id, answer) for (item_id, sample), answer in answers.items()]
-            previous = answers
+            answers_by_stage[stage.id] = answers
     finally:
         store.close()
     _write_run(run_dir, manifest, options, backends, outcomes, rows, started)

@@ -54,3 +54,16 @@ def test_hf_backend_with_a_missing_model_fails_before_any_request(tmp_path: Path
                "-o", tmp_path / "o", "--cache", tmp_path / "c", "--store", tmp_path / "s")
     assert done.returncode == 2 and "no model folder with config.json" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "o" / "run").exists()
+
+
+def test_sampling_setting_asks_each_input_n_times(tmp_path: Path, tiny_llava: Path) -> None:
+    """MM-R3's "Sampling" setting: the same input several times, at a temperature."""
+    out = tmp_path / "out"
+    cli("eval", CONTEXT_REASONING, "--model", f"hf:{tiny_llava}", "--set", "sample.n=2",
+        "--set", "generation.n=4", "--set", "generation.temperature=1.0", "--set", "generation.max_new_tokens=4",
+        "-o", out, "--cache", tmp_path / "c", "--store", tmp_path / "s", check=True)
+    responses = pl.read_parquet(out / "run" / "responses.parquet")
+    assert responses.height == 2 * 3 * 4 and sorted(responses["sample"].unique()) == [0, 1, 2, 3]
+    assert responses["key"].n_unique() == responses.height
+    [row] = json.loads((out / "run" / "scores.json").read_text())["metrics"][0]["rows"]
+    assert row["responses"] == 24

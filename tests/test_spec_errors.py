@@ -93,3 +93,9 @@ def test_malformed_row_is_named_or_skipped(tmp_path: Path) -> None:
     import json
     assert json.loads((tmp_path / "m2" / "lock.json").read_text())["source"]["skipped_rows"] == 1
     assert done.returncode == 0
+
+
+def test_a_pinned_source_that_changed_is_refused(tmp_path: Path) -> None:
+    spec = _mutated(tmp_path, 'loader = "mmcbench.text_table"', 'loader = "mmcbench.text_table"\npin = "' + "0" * 64 + '"')
+    message = _compile_fails(tmp_path, spec)
+    assert "mini.toml:8 source.pin: source data changed" in message and "bump the version" in message

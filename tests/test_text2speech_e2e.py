@@ -94,3 +94,24 @@ def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path)
         assert con.execute("SELECT COUNT(DISTINCT key) FROM responses").fetchone()[0] == total
     responses = pl.read_parquet(tmp_path / "r" / "responses.parquet")
     assert responses.height == total and responses.select("item_id", "stage").is_unique().all()
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path: Path) -> None:
+    spec = write_mini(tmp_path, n=4)
+    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
+    store = tmp_path / "s"
+    args = [sys.executable, "-m", "benchc.cli", "run", str(tmp_path / "m"), "-o", str(tmp_path / "r"),
+            "--model", "espeak", "--cache", str(tmp_path / "c"), "--store", str(store), "-j", "2"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while _stored(store) < 14 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    before = _stored(store)
+    done = cli(*args[3:], check=True)
+    ran = sum(int(n) for n in re.findall(r"cached, (\d+) run\)", done.stdout))
+    assert before + ran == 2 * 4 * 3 == _stored(store)

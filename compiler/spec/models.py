@@ -59,7 +59,7 @@ class Filter(Strict):
     max: float | None = None
 
     @model_validator(mode="after")
-    def _one_condition(self) -> "Filter":
+    def _one_condition(self) -> Filter:
         given = [k for k in ("between", "equals", "one_of", "not_in") if getattr(self, k) is not None]
         if self.min is not None or self.max is not None:
             given.append("min/max")
@@ -148,7 +148,7 @@ class Spec(Strict):
     metric: list[Metric] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _references(self) -> "Spec":
+    def _references(self) -> Spec:
         ids = [n.id for n in self.node]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:

@@ -92,23 +92,18 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-_FIELD_HINTS = {
-    "missing": "add this key",
-    "extra_forbidden": None,
-}
-
-
 def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Problem:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc)
     kind = err["type"]
     message = err["msg"].removeprefix("Value error, ")
-    hint = _FIELD_HINTS.get(kind)
+    hint = None
     if kind == "extra_forbidden":
         message = "unknown key"
         hint = _suggest_key(loc)
     elif kind == "missing":
         message = "required key is missing"
+        hint = "add this key"
     elif "input" in err and not isinstance(err["input"], (dict, list)):
         message = f"{message} (got {err['input']!r})"
     return Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)

@@ -48,7 +48,7 @@ class BackendSpec:
     options: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
-    def parse(text: str) -> "BackendSpec":
+    def parse(text: str) -> BackendSpec:
         name, _, rest = text.partition(":")
         target, options = "", []
         for part in filter(None, rest.split(",")):

@@ -56,7 +56,7 @@ class HFVision(Backend):
         try:
             self.processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
             self.model = AutoModelForImageTextToText.from_pretrained(
-                self.path, local_files_only=True, torch_dtype=getattr(torch, self.dtype_name))
+                self.path, local_files_only=True, dtype=getattr(torch, self.dtype_name))
         except (OSError, ValueError, KeyError) as exc:
             raise BackendError(Problem(f"hf: cannot load {self.path}: {str(exc).splitlines()[0]}",
                                        hint="is it an image-text-to-text model saved with save_pretrained?")) from None

@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from benchc.compiler.metrics import MetricParams
 from benchc.compiler.registry import Registry
 
 from ..embed import Embedder
