@@ -39,15 +39,13 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
     for index, stage in enumerate(loaded.spec.stage):
         name = stage.backend.partition(":")[0]
         if stage.backend != "model" and name not in BACKENDS:
-            p = BACKENDS.unknown(name)
-            problems.add(loaded.problem(f"stage[{index}].backend", p.message, p.hint))
+            problems.add(loaded.unknown(BACKENDS, name, f"stage[{index}].backend"))
     for index, metric in enumerate(loaded.spec.metric):
         if metric.name in METRIC_SCHEMAS and metric.name not in METRICS:
             problems.add(loaded.problem(f"metric[{index}].name", f"metric {metric.name!r} has no implementation"))
         embedder = metric.params.get("embedder", "minilm")
         if isinstance(embedder, str) and embedder not in EMBEDDERS:
-            p = EMBEDDERS.unknown(embedder)
-            problems.add(loaded.problem(f"metric[{index}].embedder", p.message, p.hint))
+            problems.add(loaded.unknown(EMBEDDERS, embedder, f"metric[{index}].embedder"))
     problems.raise_if_any(SpecError)
     assert resolved is not None
     return resolved

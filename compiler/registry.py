@@ -42,13 +42,13 @@ class Registry(Generic[T]):
         except KeyError:
             raise UnknownName(self.unknown(name)) from None
 
-    def unknown(self, name: str, key: str | None = None) -> Problem:
+    def unknown(self, name: str) -> Problem:
         names = sorted(self._entries)
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
         available = ", ".join(names[:30])
         hint = f"{hint} Available: {available}" if hint else f"available: {available}"
-        return Problem(f"unknown {self.kind} {name!r}", key=key, hint=hint)
+        return Problem(f"unknown {self.kind} {name!r}", hint=hint)
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -99,8 +99,7 @@ def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str) 
 def _resolve_source(loaded: LoadedSpec, problems: ProblemList) -> tuple[SourceLoader | None, Any]:
     spec = loaded.spec.source
     if spec.loader not in SOURCES:
-        problem = SOURCES.unknown(spec.loader, key="source.loader")
-        problems.add(loaded.problem("source.loader", problem.message, problem.hint))
+        problems.add(loaded.unknown(SOURCES, spec.loader, "source.loader"))
         return None, None
     loader = SOURCES.get(spec.loader)
     try:
@@ -130,8 +129,7 @@ def _resolve_nodes(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedNo
     for index, node in enumerate(loaded.spec.node):
         key = f"node[{index}]"
         if node.op not in OPS:
-            problem = OPS.unknown(node.op)
-            problems.add(loaded.problem(f"{key}.op", problem.message, problem.hint))
+            problems.add(loaded.unknown(OPS, node.op, f"{key}.op"))
             continue
         op = OPS.get(node.op)
         sweep, errors = _split_sweep(node.params)
@@ -215,8 +213,7 @@ def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[Resolved
     for index, metric in enumerate(loaded.spec.metric):
         key = f"metric[{index}]"
         if metric.name not in METRIC_SCHEMAS:
-            problem = METRIC_SCHEMAS.unknown(metric.name)
-            problems.add(loaded.problem(f"{key}.name", problem.message, problem.hint))
+            problems.add(loaded.unknown(METRIC_SCHEMAS, metric.name, f"{key}.name"))
             continue
         try:
             params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)

@@ -66,21 +66,30 @@ def _stored(store: Path) -> int:
         return 0
 
 
-def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path) -> None:
-    spec = write_mini(tmp_path, n=6)
+def _run_args(tmp_path: Path, records: int) -> list[str]:
+    """Compile a mini spec; return the `benchc run` command line for it (two workers)."""
+    spec = write_mini(tmp_path, n=records)
     cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
-    store = tmp_path / "s"
-    args = [sys.executable, "-m", "benchc.cli", "run", str(tmp_path / "m"), "-o", str(tmp_path / "r"),
-            "--model", "espeak", "--cache", str(tmp_path / "c"), "--store", str(store), "-j", "2"]
+    return [sys.executable, "-m", "benchc.cli", "run", str(tmp_path / "m"), "-o", str(tmp_path / "r"),
+            "--model", "espeak", "--cache", str(tmp_path / "c"), "--store", str(tmp_path / "s"), "-j", "2"]
+
+
+def _start_and_signal(args: list[str], store: Path, after: int, sig: signal.Signals) -> subprocess.Popen:
+    """Start a run and send ``sig`` to its process group once ``after`` responses are stored."""
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while _stored(store) < after and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig)
+    return proc
+
+
+def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path) -> None:
+    args, store = _run_args(tmp_path, 6), tmp_path / "s"
     total = 2 * 6 * 3  # two stages x six records x three versions
     for kill_after in (3, 14, 23):
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        deadline = time.time() + 300
-        while _stored(store) < kill_after and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _start_and_signal(args, store, kill_after, signal.SIGKILL).wait()
     before = _stored(store)
     assert 0 < before < total
     done = cli(*args[3:], check=True)
@@ -97,17 +106,8 @@ def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path)
 
 
 def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path: Path) -> None:
-    spec = write_mini(tmp_path, n=4)
-    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
-    store = tmp_path / "s"
-    args = [sys.executable, "-m", "benchc.cli", "run", str(tmp_path / "m"), "-o", str(tmp_path / "r"),
-            "--model", "espeak", "--cache", str(tmp_path / "c"), "--store", str(store), "-j", "2"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    deadline = time.time() + 300
-    while _stored(store) < 14 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    args, store = _run_args(tmp_path, 4), tmp_path / "s"
+    proc = _start_and_signal(args, store, 14, signal.SIGINT)  # what a terminal's Ctrl-C does
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr

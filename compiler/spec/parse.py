@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import Problem, SpecError
-from ..registry import did_you_mean
+from ..registry import Registry, did_you_mean
 from .locate import index_lines, line_of
 from .models import Spec
 
@@ -28,6 +28,11 @@ class LoadedSpec:
 
     def problem(self, key: str, message: str, hint: str | None = None) -> Problem:
         return Problem(message, file=str(self.path), line=line_of(self.lines, key), key=key, hint=hint)
+
+    def unknown(self, registry: Registry[Any], name: str, key: str) -> Problem:
+        """An unknown registered name at ``key``, with did-you-mean suggestions."""
+        found = registry.unknown(name)
+        return self.problem(key, found.message, found.hint)
 
 
 def load_spec(path: Path | str, overrides: list[str] | None = None) -> LoadedSpec:
