@@ -1,4 +1,9 @@
-"""Perturbation ops, registered by name. Importing this package registers the built-in ones."""
+"""Perturbation ops, registered by name. Every module of this package is imported (and so
+registers its ops) when the package is imported."""
 
+import sys
+
+from ..plugins import import_all
 from .base import OPS, Op, OpContext, OpOutput, OpParams  # noqa: F401
-from . import image_mask, text_table  # noqa: F401  (registration)
+
+import_all(sys.modules[__name__])

@@ -1,4 +1,9 @@
-"""Source loaders, registered by name. Importing this package registers the built-in ones."""
+"""Source loaders, registered by name. Every module of this package is imported (and so
+registers its loaders) when the package is imported."""
 
+import sys
+
+from ..plugins import import_all
 from .base import SOURCES, LoadedSource, SourceContext, SourceLoader  # noqa: F401
-from . import mmcbench_table, scenes  # noqa: F401  (registration)
+
+import_all(sys.modules[__name__])
