@@ -90,11 +90,14 @@ def spec_digest(resolved: Resolved) -> str:
     return digest({"kind": "spec", "spec": spec_document(resolved)})
 
 
+def data_roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
+    """Where a spec may read files: its own folder, then each --data-root."""
+    return [loaded.path.resolve().parent, *(Path(r).resolve() for r in options.data_roots)]
+
+
 def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
                  options: CompileOptions) -> LoadedSource:
-    spec_dir = loaded.path.resolve().parent
-    ctx = SourceContext(roots=[spec_dir, *(Path(r).resolve() for r in options.data_roots)],
-                        store=store, on_error=loaded.spec.source.on_error, spec_file=str(loaded.path))
+    ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error, spec_file=str(loaded.path))
     source = resolved.source.load(resolved.source_params, ctx)
     source.skipped.extend(ctx.skipped)
     pin = loaded.spec.source.pin
@@ -137,7 +140,8 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
            options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
-    variants_by_node, ops_run = expand(resolved.nodes, records, seed, store, options.workers)
+    variants_by_node, ops_run = expand(resolved.nodes, records, seed, store, options.workers,
+                                       tuple(data_roots(loaded, options)))
     if resolved.sinks:
         finals = [v for node in resolved.sinks for v in variants_by_node[node.id]]
         rows = [_item_row(resolved, v.record, v) for v in finals]

@@ -97,10 +97,10 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
 
 
 def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
-              record: Record, value: Value | None, where: str) -> dict[str, Any]:
+              record: Record, value: Value | None, where: str, roots: tuple[Path, ...]) -> dict[str, Any]:
     op = OPS.get(op_name)
     store = ContentStore(Path(store_root))
-    ctx = OpContext(record=record, rng=rng_for(seed), store=store)
+    ctx = OpContext(record=record, rng=rng_for(seed), store=store, data_roots=roots)
     try:
         out = op.apply(value, op.Params.model_validate(params), ctx)
     except BenchcError as exc:
@@ -112,20 +112,22 @@ def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
     return {"value": out.value.as_json(), "attrs": out.attrs}
 
 
-def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int) -> tuple[list[Variant], int]:
+def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
+              roots: tuple[Path, ...] = ()) -> tuple[list[Variant], int]:
     """Answer tasks from the node cache, run the misses; returns the variants and the op runs."""
     cached = store.lookup_nodes(t.key for t in tasks)
     missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
-    fresh = _execute(missing, store, workers)
+    fresh = _execute(missing, store, workers, roots)
     if fresh:
         store.store_nodes(fresh)
     outputs = {**cached, **fresh}
     return [_variant(t, outputs[t.key]) for t in tasks], len(missing)
 
 
-def _execute(tasks: list[NodeTask], store: ContentStore, workers: int) -> dict[str, dict[str, Any]]:
+def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
+             roots: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
     args = [(str(store.root), t.node.op.name, t.params, t.seed, t.record, t.input_value,
-             f"node[{t.node.index}]") for t in tasks]
+             f"node[{t.node.index}]", roots) for t in tasks]
     if workers <= 1 or len(tasks) < 2:
         results = [_run_task(*a) for a in args]
     else:
@@ -142,8 +144,8 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
     return Variant(task.record, task.path, task.node.id, Value.from_json(output["value"]), attrs, lineage)
 
 
-def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int,
-           store: ContentStore, workers: int = 1) -> tuple[dict[str, list[Variant]], int]:
+def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, store: ContentStore,
+           workers: int = 1, roots: tuple[Path, ...] = ()) -> tuple[dict[str, list[Variant]], int]:
     """Run every node over every record; returns the variants of each node id and the op runs."""
     by_node: dict[str, list[Variant]] = {}
     ops_run = 0
@@ -155,6 +157,6 @@ def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int,
         else:
             for record in records:
                 tasks += plan_node(node, spec_seed, record, None)
-        by_node[node.id], ran = run_tasks(tasks, store, workers)
+        by_node[node.id], ran = run_tasks(tasks, store, workers, roots)
         ops_run += ran
     return by_node, ops_run

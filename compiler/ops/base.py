@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..cas import ContentStore
+from ..paths import resolve_in_roots
 from ..registry import Registry
 from ..values import Kind, Record, Value
 
@@ -28,11 +30,17 @@ class OpOutput:
 
 @dataclass(frozen=True)
 class OpContext:
-    """What an op may use besides its input: the record, a private RNG and the content store."""
+    """What an op may use besides its input: the record, a private RNG, the content store and
+    the data roots (for files an op reads, such as style-transfer weights)."""
 
     record: Record
     rng: np.random.Generator
     store: ContentStore
+    data_roots: tuple[Path, ...] = ()
+
+    def resolve(self, relative: str, key: str) -> Path:
+        """A file named in a param, inside the data roots (the spec's folder, --data-root)."""
+        return resolve_in_roots(relative, self.data_roots, key)
 
 
 class Op(ABC):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from ..canonical import digest_file
 from ..cas import ContentStore
 from ..errors import Problem, SourceError
+from ..paths import relative_to_roots, resolve_in_roots
 from ..registry import Registry
 from ..values import Record
 
@@ -46,26 +47,10 @@ class SourceContext:
 
     def resolve(self, relative: str, key: str) -> Path:
         """Resolve a spec path against the roots; refuse any path that escapes them."""
-        for root in self.roots:
-            candidate = (root / relative).resolve()
-            if not _inside(candidate, root.resolve()):
-                continue
-            if candidate.exists():
-                return candidate
-        if any(_inside((r / relative).resolve(), r.resolve()) for r in self.roots):
-            raise SourceError(Problem(f"source file {relative!r} not found", file=self.spec_file,
-                                      key=key, hint=f"looked in: {', '.join(map(str, self.roots))}"))
-        raise SourceError(Problem(f"path {relative!r} escapes the data roots", file=self.spec_file,
-                                  key=key, hint="keep data under the spec's folder or pass --data-root"))
+        return resolve_in_roots(relative, self.roots, key, self.spec_file)
 
     def file_digest(self, path: Path, rows: int | None = None) -> FileDigest:
-        return FileDigest(self._relative(path), digest_file(path), rows)
-
-    def _relative(self, path: Path) -> str:
-        for root in self.roots:
-            if _inside(path, root.resolve()):
-                return path.relative_to(root.resolve()).as_posix()
-        return path.name
+        return FileDigest(relative_to_roots(path, self.roots), digest_file(path), rows)
 
     def bad_row(self, problem: Problem) -> None:
         """Report a malformed row: fail now, or count it as skipped when the spec allows."""
@@ -74,10 +59,6 @@ class SourceContext:
         else:
             raise SourceError(Problem(problem.message, problem.file, problem.line, problem.key,
                                       hint=problem.hint or "fix the row, or set source.on_error = \"skip\""))
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 class SourceLoader(ABC):
