@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from types import ModuleType
 
-NOT_PLUGINS = {"base", "rng_guard"}
+NOT_PLUGINS = {"base", "rng_guard", "nltk_offline", "tables", "scenes_coco"}
 
 
 def import_all(package: ModuleType) -> None:

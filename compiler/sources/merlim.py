@@ -1,0 +1,123 @@
+"""MERLIM's annotation files: one record per edited (inpainted) image.
+
+``kind = "objects"`` reads ``in_data_v3`` (COCO id -> edited images, each with the object
+removed) and gives the counting ground truth: the original image has ``num_rem_obj + 1``
+objects of the removed class, the edited one ``num_rem_obj``. ``kind = "relations"`` reads
+``rel_task_set_eval_{curated,random}_v3`` and adds the relation question, its negation and the
+expected answers on the original and edited images. ``.json`` and ``.json.gz`` are both read.
+
+The files hold annotations only. With ``images`` (COCO val2017) and ``edited_images``
+(MERLIM's inpainted set) the records carry the media ``original`` and ``image`` (the edited
+image, the one a record is about). With ``instances`` (COCO's instances_val2017.json) they
+carry the recognition ground truth as MERLIM's code builds it: every class of the original,
+and the same minus the removed class when no instance of it is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..values import MediaRef, Record
+from .base import SOURCES, FileDigest, LoadedSource, SourceContext, SourceLoader, SourceParams
+from .coco import category_names, classes_per_image
+from .tables import At, MediaFiles, RowError, collect, json_part, need, read_json
+
+ANSWERS = {"edited": "inp answer", "edited_neg": "inp neg answer",
+           "original": "orig answer", "original_neg": "orig neg answer"}
+"""Record field names for MERLIM's answer keys (keys with spaces do not fit a field path)."""
+KEYS = {"objects": ("orig_img", "in_img", "removed_obj"),
+        "relations": ("orig_img", "in_img", "removed_obj", "question", "question_neg", "relationship",
+                      *ANSWERS.values())}
+"""The keys an item of each kind of file has."""
+MEDIA = {"original": ("images", "orig_img"), "image": ("edited_images", "in_img")}
+"""Media name -> (the folder parameter, the item key naming the file)."""
+
+
+class Params(SourceParams):
+    annotations: str = Field(description="in_data_v3.json[.gz] or rel_task_set_eval_*_v3.json[.gz]")
+    kind: Literal["objects", "relations"]
+    images: str | None = Field(None, description="folder of the original COCO val2017 images")
+    edited_images: str | None = Field(None, description="folder of MERLIM's edited images")
+    instances: str | None = Field(None, description="COCO instances_val2017.json, for class lists")
+
+
+class MerlimSource(SourceLoader):
+    """MERLIM edited images with counting, recognition and relation ground truth."""
+
+    name = "merlim"
+    version = "1.0.0"
+    Params = Params
+
+    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+        path = ctx.resolve(params.annotations, key="source.annotations")
+        per_image = json_part(read_json(path), path, None, dict)
+        items = sum(len(v) for v in per_image.values() if isinstance(v, list))
+        files = [ctx.file_digest(path, items)]
+        classes = None
+        if params.instances is not None:
+            classes, digest = self._classes(params.instances, ctx)
+            files.append(digest)
+        media = {name: MediaFiles(ctx, getattr(params, param), f"source.{param}")
+                 for name, (param, _) in MEDIA.items() if getattr(params, param) is not None}
+        records = collect(ctx, self._entries(per_image, path, ctx),
+                          lambda entry: self._record(*entry, params.kind, classes, media))
+        return LoadedSource(records, files)
+
+    @staticmethod
+    def _classes(instances: str, ctx: SourceContext) -> tuple[dict[str, list[str]], FileDigest]:
+        path = ctx.resolve(instances, key="source.instances")
+        doc = read_json(path)
+        annotations = json_part(doc, path, "annotations", list)
+        present = classes_per_image(annotations, category_names(doc, path))
+        return {str(k): v for k, v in present.items()}, ctx.file_digest(path, len(annotations))
+
+    @staticmethod
+    def _entries(per_image: dict[str, Any], path: Path,
+                 ctx: SourceContext) -> Iterator[tuple[At, tuple[str, Any]]]:
+        """(COCO id, edited-image item) pairs, each with its key path for messages."""
+        for coco_id, items in per_image.items():
+            if not isinstance(items, list):
+                ctx.bad_row(At(path, key=f"[{coco_id!r}]").problem("expected a list of edited images"))
+                continue
+            for k, item in enumerate(items):
+                yield At(path, key=f"[{coco_id!r}][{k}]"), (coco_id, item)
+
+    @staticmethod
+    def _record(coco_id: str, item: Any, kind: str, classes: dict[str, list[str]] | None,
+                media: dict[str, MediaFiles]) -> Record:
+        item = need(item, *KEYS[kind])
+        removed = need(item["removed_obj"], "cat_idx", "cat_label", "num_rem_obj", "bbox")
+        left = removed["num_rem_obj"]
+        if not isinstance(left, int) or left < 0:
+            raise RowError(f"num_rem_obj {left!r} is not a count")
+        fields: dict[str, Any] = {
+            "coco_id": int(coco_id) if coco_id.isdigit() else coco_id,
+            "orig_img": item["orig_img"], "in_img": item["in_img"],
+            "removed_obj": {k: removed[k] for k in ("cat_idx", "cat_label", "num_rem_obj", "bbox")},
+            "count": {"original": left + 1, "edited": left}}
+        if classes is not None:  # MERLIM's rule: a class is gone only when no instance is left
+            present = classes.get(str(fields["coco_id"]), [])
+            edited = [c for c in present if left or c != removed["cat_label"]]
+            fields["objects"] = {"original": present, "edited": edited}
+        if kind == "relations":
+            fields.update(question=item["question"], question_neg=item["question_neg"],
+                          relationship=item["relationship"],
+                          answers={name: item[key] for name, key in ANSWERS.items()})
+        return Record(id=PurePosixPath(item["in_img"]).stem, fields=fields,
+                      media=_media(item, media))
+
+
+def _media(item: dict[str, Any], media: dict[str, MediaFiles]) -> dict[str, MediaRef]:
+    """MERLIM's code expects ``<id>.png``, its download script saves ``<id>.jpg``: try both."""
+    out = {}
+    for name, files in media.items():
+        file_name = str(item[MEDIA[name][1]])
+        out[name] = files.image(file_name, str(PurePosixPath(file_name).with_suffix(".jpg")))
+    return out
+
+
+SOURCES.register(MerlimSource.name, MerlimSource())
