@@ -42,6 +42,28 @@ def _temp_beside(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def make_staging_dir(target: Path) -> Path:
+    """A fresh folder beside ``target`` to fill before it is renamed into place. mkdtemp makes
+    it 0700; a published folder gets the usual 0755."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging.chmod(0o755)
+    return staging
+
+
+def publish_dir_if_absent(staging: Path, target: Path) -> bool:
+    """Rename ``staging`` to ``target`` unless ``target`` already exists (another process
+    published the same content first); never replaces. Returns whether ours was published."""
+    try:
+        os.rename(staging, target)  # on POSIX, fails if target is a non-empty folder
+        return True
+    except OSError:
+        if not target.exists():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+        return False
+
+
 def replace_dir_atomic(staging: Path, target: Path) -> None:
     """Swap a fully written staging folder into place (rename; the old one is removed after)."""
     target.parent.mkdir(parents=True, exist_ok=True)

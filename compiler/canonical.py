@@ -16,8 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-HASH_RECIPE_VERSION = 1
-"""Bump when canonical_json or digest change; golden tests pin both."""
+HASH_RECIPE_VERSION = 2
+"""Bump when canonical_json, digest or what goes into a key change; golden tests pin them.
+v2: node keys carry the op's environment (library and engine versions) and, for ops that read
+the record, the record's digest."""
 
 
 class NotCanonicalError(TypeError):
@@ -56,9 +58,15 @@ def canonical_json(value: Any) -> str:
     )
 
 
-def digest(value: Any) -> str:
+SEED_RECIPE_VERSION = 1
+"""The recipe of digests that become randomness (derived seeds, sample order, scene layouts).
+Versioned apart from HASH_RECIPE_VERSION: changing what goes into a cache key must not change
+which records are sampled or what an op draws. Bump only to change every random draw."""
+
+
+def digest(value: Any, recipe: int = HASH_RECIPE_VERSION) -> str:
     """sha256 hex digest of the canonical JSON of ``value``, prefixed by the recipe version."""
-    payload = f"benchc-hash-v{HASH_RECIPE_VERSION}\n{canonical_json(value)}".encode()
+    payload = f"benchc-hash-v{recipe}\n{canonical_json(value)}".encode()
     return hashlib.sha256(payload).hexdigest()
 
 

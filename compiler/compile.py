@@ -8,18 +8,20 @@ from a memo of the previous output and does no op work.
 from __future__ import annotations
 
 import shutil
-import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .atomic import replace_dir_atomic
-from .canonical import HASH_RECIPE_VERSION, canonical_json, digest
+from .atomic import make_staging_dir, replace_dir_atomic
+from .canonical import HASH_RECIPE_VERSION, SEED_RECIPE_VERSION, canonical_json, digest
 from .cas import ContentStore
 from .errors import SpecError, SourceError
 from .expand import Variant, expand
-from .manifest import LOCK_VERSION, MANIFEST_SCHEMA_VERSION, manifest_digest, read_manifest, write_manifest
+from .ops.base import library_versions
+from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, check_output_dir, is_manifest_dir,
+                       manifest_digest, read_manifest, write_manifest)
+from .metric_attrs import check_metric_attrs
 from .resolve import Resolved, resolve
 from .select import apply_filters, sample
 from .sources import LoadedSource, SourceContext
@@ -49,6 +51,7 @@ class CompileResult:
 
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
     options = options or CompileOptions()
+    check_output_dir(Path(out_dir))  # before any work: a refused -o should fail fast
     loaded = load_spec(spec_path, options.overrides)
     resolved = resolve(loaded)
     store = ContentStore(Path(options.cache_dir))
@@ -56,13 +59,13 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         source = _load_source(resolved, loaded, store, options)
         memo_key = _memo_key(resolved, source)
         memo_dir = store.root / "compiled" / memo_key
-        if options.use_memo and (memo_dir / "lock.json").exists():
+        if options.use_memo and is_manifest_dir(memo_dir):
             _copy_dir(memo_dir, Path(out_dir))
             return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True, 0)
         rows, lock, ops_run = _build(resolved, loaded, source, store, options)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
-        write_manifest(memo_dir, rows, lock, spec_json)
+        write_manifest(memo_dir, rows, lock, spec_json, replace=False)
         return CompileResult(Path(out_dir), lock, False, ops_run)
     finally:
         store.close()
@@ -87,7 +90,12 @@ def _json_defaults(model: Any, defaults: dict[str, Any]) -> dict[str, Any]:
 
 
 def spec_digest(resolved: Resolved) -> str:
-    return digest({"kind": "spec", "spec": spec_document(resolved)})
+    """The digest of what the spec makes: its document without the description and the version
+    (editing prose changes no item; the version is what a content change must bump, so a bump
+    alone must not look like a content change)."""
+    doc = spec_document(resolved)
+    doc["benchmark"] = {k: v for k, v in doc["benchmark"].items() if k not in ("description", "version")}
+    return digest({"kind": "spec", "spec": doc})
 
 
 def data_roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
@@ -100,6 +108,7 @@ def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
     ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error, spec_file=str(loaded.path))
     source = resolved.source.load(resolved.source_params, ctx)
     source.skipped.extend(ctx.skipped)
+    _refuse_duplicate_ids(loaded, source)
     pin = loaded.spec.source.pin
     if pin is not None and pin != source_digest(source):
         raise SourceError(loaded.problem(
@@ -108,28 +117,32 @@ def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
     return source
 
 
+def _refuse_duplicate_ids(loaded: LoadedSpec, source: LoadedSource) -> None:
+    """Record ids seed every random choice and name every item: two records with one id would
+    share seeds and collide in the manifest, so a source that yields them is refused."""
+    counts = Counter(r.id for r in source.records)
+    duplicates = sorted(i for i, n in counts.items() if n > 1)
+    if duplicates:
+        shown = ", ".join(repr(d) for d in duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
+        raise SourceError(loaded.problem(
+            "source", f"{len(duplicates)} record id(s) occur more than once: {shown}",
+            hint="the loader's id column must be unique; pick another id field or deduplicate the data"))
+
+
 def source_digest(source: LoadedSource) -> str:
     return digest({"kind": "source", "records": sorted(r.digest for r in source.records)})
 
 
 def _library_versions(resolved: Resolved) -> dict[str, str]:
-    names = set(ALWAYS_TRACKED)
-    for node in resolved.nodes:
-        names.update(node.op.libraries)
-    out = {}
-    for name in sorted(names):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return library_versions([*ALWAYS_TRACKED, *(n for node in resolved.nodes for n in node.op.libraries)])
 
 
 def _memo_key(resolved: Resolved, source: LoadedSource) -> str:
-    return digest({"kind": "compile-memo", "spec": spec_digest(resolved),
+    return digest({"kind": "compile-memo", "spec": spec_document(resolved),
                    "source": source_digest(source), "skipped": len(source.skipped),
                    "ops": _op_versions(resolved), "libraries": _library_versions(resolved),
-                   "recipe": HASH_RECIPE_VERSION, "schema": MANIFEST_SCHEMA_VERSION})
+                   "recipe": HASH_RECIPE_VERSION, "seed_recipe": SEED_RECIPE_VERSION,
+                   "schema": MANIFEST_SCHEMA_VERSION})
 
 
 def _op_versions(resolved: Resolved) -> dict[str, str]:
@@ -140,16 +153,17 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
            options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
-    variants_by_node, ops_run = expand(resolved.nodes, records, seed, store, options.workers,
-                                       tuple(data_roots(loaded, options)))
+    expansion = expand(resolved.nodes, records, seed, store, options.workers,
+                       tuple(data_roots(loaded, options)))
     if resolved.sinks:
-        finals = [v for node in resolved.sinks for v in variants_by_node[node.id]]
+        finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
         rows = [_item_row(resolved, v.record, v) for v in finals]
     else:
         rows = [_item_row(resolved, r, None) for r in records]
     rows.sort(key=lambda row: row["item_id"])
-    lock = _lock(resolved, loaded, source, records, rows)
-    return rows, lock, ops_run
+    check_metric_attrs(resolved, rows)
+    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped)
+    return rows, lock, expansion.ops_run
 
 
 def _item_row(resolved: Resolved, record: Record, variant: Variant | None) -> dict[str, Any]:
@@ -218,7 +232,7 @@ def _targets(resolved: Resolved, record: Record) -> dict[str, list[str]]:
 
 
 def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records: list[Record],
-          rows: list[dict[str, Any]]) -> dict[str, Any]:
+          rows: list[dict[str, Any]], dropped: dict[str, dict[str, int]]) -> dict[str, Any]:
     spec = loaded.spec
     return {
         "lock_version": LOCK_VERSION,
@@ -236,14 +250,15 @@ def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records:
         },
         "ops": _op_versions(resolved),
         "libraries": _library_versions(resolved),
+        "dropped": dropped,
         "item_count": len(rows),
         "manifest_digest": manifest_digest(rows),
     }
 
 
 def _copy_dir(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
+    check_output_dir(dst)
+    staging = make_staging_dir(dst)
     shutil.rmtree(staging)
     try:
         shutil.copytree(src, staging)

@@ -1,7 +1,9 @@
 """Stages 3-4: expand the perturbation graph per record and run the ops, cached by node key.
 
-A node key is digest(op name, op version, params with defaults made explicit, input keys, seed);
-the seed derives from (spec seed, record id, variant path). Outputs are looked up by key in the
+A node key is digest(op name, op version, op environment (library and engine versions), params
+with defaults made explicit, input keys, seed); the input keys are the input value's content key
+and, for ops that read the record, the record's digest; the seed derives from (spec seed, record
+id, variant path). Outputs are looked up by key in the
 content store before any op runs, so an unchanged recompile does no op work; misses run in
 worker processes when ``workers > 1`` and the result does not depend on the worker count.
 """
@@ -9,7 +11,8 @@ worker processes when ``workers > 1`` and the result does not depend on the work
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +50,18 @@ class NodeTask:
     swept: dict[str, Any]
 
 
-def node_key(op_name: str, op_version: str, params: dict[str, Any], input_keys: list[str], seed: int) -> str:
-    return digest({"kind": "node", "op": op_name, "version": op_version, "params": params,
-                   "inputs": input_keys, "seed": seed})
+def node_key(op_name: str, op_version: str, params: dict[str, Any], input_keys: list[str], seed: int,
+             environment: dict[str, str] | None = None) -> str:
+    return digest({"kind": "node", "op": op_name, "version": op_version, "env": environment or {},
+                   "params": params, "inputs": input_keys, "seed": seed})
+
+
+def input_keys(node: ResolvedNode, record: Record, value: Value | None) -> list[str]:
+    """What the op reads: its input value, and the record unless the op declares it does not."""
+    keys = [value.key] if value is not None else []
+    if value is None or node.op.reads_record:
+        keys.append(record.digest)
+    return keys
 
 
 def _sample_choices(node: ResolvedNode, spec_seed: int, record: Record, path: str) -> dict[str, Any]:
@@ -78,7 +90,8 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
     """The tasks of ``node`` for one record (and one upstream variant)."""
     tasks = []
     value = _input_of(node, record, upstream)
-    input_keys = [value.key if value is not None else record.digest]
+    keys = input_keys(node, record, value)
+    environment = node.op.environment()
     prefix = f"{upstream.path}/" if upstream else ""
     index = 0
     for point in node.sweep.grid_points():
@@ -90,7 +103,7 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
             except Exception as exc:  # validated in resolve; a chosen combination can still clash
                 raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"node[{node.index}].params")) from None
             seed = derive_seed(spec_seed, record.id, path)
-            key = node_key(node.op.name, node.op.version, params, input_keys, seed)
+            key = node_key(node.op.name, node.op.version, params, keys, seed, environment)
             tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
             index += 1
     return tasks
@@ -109,19 +122,32 @@ def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
     except Exception as exc:  # a library failed on this item: say which item, node and params
         raise OpError(Problem(f"item {record.id!r}, op {op_name!r} failed: {type(exc).__name__}: {exc}",
                               key=where, hint=f"params: {params}")) from None
-    return {"value": out.value.as_json(), "attrs": out.attrs}
+    return {"value": out.value.as_json(), "attrs": out.attrs, "drop": out.drop}
+
+
+@dataclass
+class Expansion:
+    """The variants of every node, the op runs a compile did, and the variants validators dropped."""
+
+    by_node: dict[str, list[Variant]] = field(default_factory=dict)
+    ops_run: int = 0
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    """node id -> drop reason -> count"""
 
 
 def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
-              roots: tuple[Path, ...] = ()) -> tuple[list[Variant], int]:
-    """Answer tasks from the node cache, run the misses; returns the variants and the op runs."""
+              roots: tuple[Path, ...] = ()) -> tuple[list[Variant], int, dict[str, int]]:
+    """Answer tasks from the node cache, run the misses; returns the kept variants, the op runs
+    and the count of dropped variants per reason."""
     cached = store.lookup_nodes(t.key for t in tasks)
     missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
     fresh = _execute(missing, store, workers, roots)
     if fresh:
         store.store_nodes(fresh)
     outputs = {**cached, **fresh}
-    return [_variant(t, outputs[t.key]) for t in tasks], len(missing)
+    dropped = Counter(outputs[t.key]["drop"] for t in tasks if outputs[t.key].get("drop"))
+    kept = [_variant(t, outputs[t.key]) for t in tasks if not outputs[t.key].get("drop")]
+    return kept, len(missing), dict(sorted(dropped.items()))
 
 
 def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
@@ -145,18 +171,19 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
 
 
 def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, store: ContentStore,
-           workers: int = 1, roots: tuple[Path, ...] = ()) -> tuple[dict[str, list[Variant]], int]:
-    """Run every node over every record; returns the variants of each node id and the op runs."""
-    by_node: dict[str, list[Variant]] = {}
-    ops_run = 0
+           workers: int = 1, roots: tuple[Path, ...] = ()) -> Expansion:
+    """Run every node over every record (and over every kept variant of its input node)."""
+    result = Expansion()
     for node in nodes:
         tasks: list[NodeTask] = []
-        if node.input in by_node:
-            for upstream in by_node[node.input]:
+        if node.input in result.by_node:
+            for upstream in result.by_node[node.input]:
                 tasks += plan_node(node, spec_seed, upstream.record, upstream)
         else:
             for record in records:
                 tasks += plan_node(node, spec_seed, record, None)
-        by_node[node.id], ran = run_tasks(tasks, store, workers, roots)
-        ops_run += ran
-    return by_node, ops_run
+        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots)
+        result.ops_run += ran
+        if dropped:
+            result.dropped[node.id] = dropped
+    return result

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from .atomic import replace_dir_atomic
+from .atomic import make_staging_dir, publish_dir_if_absent, replace_dir_atomic
 from .canonical import canonical_json, digest
 
 MANIFEST_SCHEMA_VERSION = 1
 """Bump when a column is added, removed or changes meaning; golden tests pin it."""
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+"""Bump when a lock field is added, removed or changes meaning. v2: ``dropped`` (variants that
+validator ops dropped, per node and reason)."""
 
 ITEM_SCHEMA: dict[str, Any] = {
     "item_id": pl.String,        # "<record id>#<variant path>"
@@ -51,16 +52,36 @@ def items_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=ITEM_SCHEMA, orient="row") if rows else pl.DataFrame(schema=ITEM_SCHEMA)
 
 
+def is_manifest_dir(path: Path) -> bool:
+    return (path / LOCK_FILE).is_file() and (path / ITEMS_FILE).is_file()
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """Refuse to replace a folder that holds anything but a manifest: ``-o ~/data`` must not
+    delete the user's files."""
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not is_manifest_dir(out_dir))):
+        from .errors import BenchcError, Problem
+
+        raise BenchcError(Problem(f"{out_dir} exists and is not a benchc manifest; refusing to replace it",
+                                  hint="choose a new or empty folder for -o/--out"))
+
+
 def write_manifest(out_dir: Path, rows: list[dict[str, Any]], lock: dict[str, Any],
-                   spec_json: dict[str, Any]) -> None:
+                   spec_json: dict[str, Any], *, replace: bool = True) -> None:
+    """Write the three files into a staging folder, then swap it in as ``out_dir`` (``replace``)
+    or publish it only if ``out_dir`` does not exist yet (the content-addressed memo)."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    if replace:
+        check_output_dir(out_dir)
+    staging = make_staging_dir(out_dir)
     try:
         items_frame(rows).write_parquet(staging / ITEMS_FILE, compression="zstd", statistics=False)
         (staging / LOCK_FILE).write_text(lock_text(lock), encoding="utf-8")
         (staging / SPEC_FILE).write_text(canonical_json(spec_json) + "\n", encoding="utf-8")
-        replace_dir_atomic(staging, out_dir)
+        if replace:
+            replace_dir_atomic(staging, out_dir)
+        else:
+            publish_dir_if_absent(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

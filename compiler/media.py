@@ -24,6 +24,10 @@ def image_identity(image: Image.Image) -> str:
     h = hashlib.sha256()
     h.update(f"image:{image.mode}:{image.width}x{image.height}\n".encode())
     h.update(image.tobytes())
+    if image.mode in ("P", "PA"):
+        # Palette images store indices: two images with the same indices and other palettes
+        # look different, so the palette is part of what the pixels are.
+        h.update(b"palette:" + bytes(image.getpalette() or []))
     return h.hexdigest()
 
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .canonical import digest
+from .canonical import SEED_RECIPE_VERSION, digest
 
 
 def derive_seed(spec_seed: int, record_id: str, node_id: str, variant: int = 0) -> int:
     """A 64-bit seed that depends only on its arguments."""
-    return int(digest(["seed", spec_seed, record_id, node_id, variant])[:16], 16)
+    return seed_from(["seed", spec_seed, record_id, node_id, variant])
+
+
+def seed_from(parts: list[object]) -> int:
+    """A 64-bit seed from JSON-able parts, by the seed recipe (stable across key-recipe bumps)."""
+    return int(digest(parts, recipe=SEED_RECIPE_VERSION)[:16], 16)
 
 
 def rng_for(seed: int) -> np.random.Generator:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .canonical import digest
+from .seeds import seed_from
 from .errors import SourceError
 from .spec.models import Filter, Sample
 from .spec.parse import LoadedSpec
@@ -58,7 +59,7 @@ def sample(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
     (per ``stratify`` value when set)."""
     spec: Sample = loaded.spec.sample
     seed = loaded.spec.benchmark.seed
-    ranked = sorted(records, key=lambda r: (digest(["sample", seed, r.id]), r.id))
+    ranked = sorted(records, key=lambda r: (seed_from(["sample", seed, r.id]), r.id))
     if spec.per is not None:
         seen: set[str] = set()
         unique = []

@@ -18,6 +18,11 @@ GOLDEN = {
         ({"kind": "node", "op": "x", "version": "1.0.0", "params": {"a": 1}, "inputs": ["k"], "seed": 7},
          "534add29d665c79c4865829b9846d64aab3fa58f143f9714df0d6b5bc5b4f4fe"),
     ],
+    2: [
+        ({}, "84b725e2aa5dc23db0cd5922ca5954b4cfb44e96499d5481280ff95c1b31ce8f"),
+        ({"kind": "node", "op": "x", "version": "1.0.0", "params": {"a": 1}, "inputs": ["k"], "seed": 7},
+         "cfc1da9379731373e3ee381be95809e06f9f20c1dea56f582341a4437d1a2c8f"),
+    ],
 }
 
 
@@ -59,3 +64,16 @@ def test_digest_ignores_key_order(mapping: dict[str, int], rnd) -> None:
     items = list(mapping.items())
     rnd.shuffle(items)
     assert digest(dict(items)) == digest(mapping)
+
+
+def test_palette_images_with_other_palettes_are_other_images() -> None:
+    from PIL import Image
+
+    from benchc.compiler.media import image_identity
+
+    first = Image.new("P", (4, 4), 0)
+    first.putpalette([255, 0, 0] * 256)
+    second = first.copy()
+    second.putpalette([0, 0, 255] * 256)
+    assert first.tobytes() == second.tobytes()
+    assert image_identity(first) != image_identity(second)

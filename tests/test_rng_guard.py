@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -47,3 +49,13 @@ def test_threads_do_not_interleave_their_draws() -> None:
     with seeded_globals(1):
         one = _draw()
     assert set(results[1]) == {one}
+
+
+def test_torch_imported_inside_the_block_draws_from_our_seed() -> None:
+    """A library that imports torch lazily must still see a generator seeded from our seed."""
+    code = ("import sys\nfrom benchc.compiler.ops.rng_guard import seeded_globals\n"
+            "assert 'torch' not in sys.modules\n"
+            "with seeded_globals(11):\n    import torch\n    inside = torch.rand(3).tolist()\n"
+            "torch.manual_seed(11)\nprint(inside == torch.rand(3).tolist())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"

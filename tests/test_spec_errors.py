@@ -38,6 +38,10 @@ CASES = [
     ("{{ text }}", "{{ txt }}", ["mini.toml:24", "prompt.template", "undefined variable 'txt'", "did you mean 'text'"]),
     ('"leet_letters"', '"leet_leters"', ["node[0].params.corruption", "leet_leters"]),
     ('by = ["severity"]', 'bye = ["severity"]', ["metric[0]", "bye", "unknown parameter"]),
+    ('by = ["severity"]', 'by = ["sevrity"]',
+     ["metric[0].by", "no item has the attribute 'sevrity'", "did you mean 'severity'"]),
+    ('by = ["severity"]', 'by = ["severity"]\nreference = "clen"',
+     ["metric[0].reference", "no item has corruption = 'clen'", "did you mean 'clean'"]),
 ]
 
 

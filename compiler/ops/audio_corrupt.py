@@ -281,6 +281,7 @@ class AudioCorrupt(Op):
     """Corrupt 16 kHz speech with one of MMCBench's 16 corruptions, light or heavy (MMCBench)."""
 
     name = "audio.corrupt"
+    reads_record = False
     version = "1.0.0"
     Params = Params
     input_kind = "audio"

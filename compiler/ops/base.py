@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from functools import cache
+from importlib import metadata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +19,19 @@ from ..registry import Registry
 from ..values import Kind, Record, Value
 
 
+@cache
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def library_versions(names: Iterable[str]) -> dict[str, str]:
+    """Installed version of each distribution, "not installed" where it is absent."""
+    return {name: _version(name) for name in sorted(set(names))}
+
+
 class OpParams(BaseModel):
     """Base of every op's parameter schema: strict, frozen, defaults made explicit when hashed."""
 
@@ -26,6 +42,9 @@ class OpParams(BaseModel):
 class OpOutput:
     value: Value
     attrs: dict[str, Any] = field(default_factory=dict)
+    drop: str | None = None
+    """A validator's reason to drop this variant and everything built on it (counted per node
+    and reason in the lock), e.g. "removed object still detected"."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,17 @@ class Op(ABC):
     output_kind: ClassVar[Kind]
     default_input: ClassVar[str]
     libraries: ClassVar[tuple[str, ...]] = ()
-    """Distributions whose versions shape the output; recorded in the lock."""
+    """Distributions whose versions shape the output; recorded in the lock and in node keys."""
+    reads_record: ClassVar[bool] = True
+    """False when the output depends only on the input value, params and seed. Then the record's
+    digest stays out of the node key; otherwise an edited annotation (a box, a label) must give a
+    new key, or the cache would serve the output made from the old one."""
+
+    def environment(self) -> dict[str, str]:
+        """What outside the params shapes the output: the versions of ``libraries`` (and, for
+        ops that call an engine, its version). Part of every node key, so a library upgrade
+        recomputes instead of serving outputs made by the old version."""
+        return library_versions(self.libraries)
 
     @abstractmethod
     def apply(self, value: Value | None, params: Any, ctx: OpContext) -> OpOutput: ...

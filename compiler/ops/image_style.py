@@ -43,6 +43,7 @@ class Grayscale(Op):
     """Gray version of an image, kept as 3-channel RGB (MM-R3's Grayscale style)."""
 
     name = "image.grayscale"
+    reads_record = False
     version = "1.0.0"
     Params = GrayscaleParams
     input_kind = "image"
@@ -68,6 +69,7 @@ class Resize(Op):
     """Resize an image with Lanczos filtering (MM-R3's resolution ablation: 224/640/1024)."""
 
     name = "image.resize"
+    reads_record = False
     version = "1.0.0"
     Params = ResizeParams
     input_kind = "image"
@@ -103,6 +105,7 @@ class StyleTransfer(Op):
     """Restyle an image with a Johnson et al. fast style-transfer network (MM-R3's restyle)."""
 
     name = "image.style_transfer"
+    reads_record = False
     version = "1.0.0"
     Params = StyleTransferParams
     input_kind = "image"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from importlib.util import find_spec
 
 _LOCK = threading.RLock()
 
@@ -44,8 +45,10 @@ def seeded_globals(seed: int) -> Iterator[None]:
 
 
 def _torch_state():
-    """torch's CPU RNG state, only if torch is already imported (never import it just for this)."""
-    import sys
+    """torch's CPU RNG state when torch is installed. It is imported here if needed: a library
+    that imports torch lazily inside the block would otherwise draw from an unseeded generator."""
+    if find_spec("torch") is None:
+        return None
+    import torch
 
-    torch = sys.modules.get("torch")
-    return torch.random.get_rng_state() if torch is not None else None
+    return torch.random.get_rng_state()

@@ -10,8 +10,9 @@ op's ``libraries`` (those are looked up with importlib.metadata and recorded in 
 Instead the op returns the engine's version line as the attribute ``tts_engine``, which joins
 every item's attributes: the manifest says which engine spoke each item, and a compile on a
 machine with another espeak-ng changes the manifest digest (its audio differs too), so
-``benchc lock --check`` fails there instead of passing silently. The node cache is keyed
-without it, so a cache filled before an espeak-ng upgrade keeps serving the old speech.
+``benchc lock --check`` fails there instead of passing silently. The version line is also part
+of the op's ``environment()`` and so of its node keys: after an espeak-ng upgrade the cache
+recomputes the speech instead of serving what the old engine said.
 """
 
 from __future__ import annotations
@@ -70,12 +71,16 @@ class TextToSpeech(Op):
     """Speak text with espeak-ng as 16 kHz mono speech; the engine's version goes in attrs."""
 
     name = "audio.tts"
+    reads_record = False
     version = "1.0.0"
     Params = Params
     input_kind = "text"
     output_kind = "audio"
     default_input = "text"
     libraries = ("numpy", "soxr")
+
+    def environment(self) -> dict[str, str]:
+        return {**super().environment(), "espeak-ng": engine()[1]}
 
     def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
         assert value is not None and value.text is not None

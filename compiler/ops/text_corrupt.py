@@ -434,6 +434,7 @@ class Corrupt(Op):
     """Corrupt text as MMCBench does (20 model-free corruptions, light or heavy)."""
 
     name = "text.corrupt"
+    reads_record = False
     version = "1.0.0"
     Params = Params
     input_kind = "text"

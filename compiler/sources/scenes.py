@@ -14,9 +14,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 from pydantic import Field
 
-from ..canonical import digest
 from ..media import put_image
-from ..seeds import rng_for
+from ..seeds import rng_for, seed_from
 from ..values import Record
 from .base import SOURCES, LoadedSource, SourceContext, SourceLoader, SourceParams
 
@@ -84,7 +83,7 @@ def _background(rng: np.random.Generator, size: int) -> Image.Image:
 
 def make_scene(seed: int, index: int, size: int = 256, max_objects: int = 4) -> Scene:
     """Scene ``index`` of the family ``seed``."""
-    rng = rng_for(int(digest(["scene", seed, index])[:16], 16))
+    rng = rng_for(seed_from(["scene", seed, index]))
     image = _background(rng, size)
     draw = ImageDraw.Draw(image)
     labels = np.zeros((size, size), dtype=np.int16)
