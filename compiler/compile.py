@@ -134,7 +134,11 @@ def source_digest(source: LoadedSource) -> str:
 
 
 def _library_versions(resolved: Resolved) -> dict[str, str]:
-    return library_versions([*ALWAYS_TRACKED, *(n for node in resolved.nodes for n in node.op.libraries)])
+    """Versions of every library and engine the spec's ops may use (``environment(None)``)."""
+    versions = library_versions(ALWAYS_TRACKED)
+    for node in resolved.nodes:
+        versions.update(node.op.environment(None))
+    return dict(sorted(versions.items()))
 
 
 def _memo_key(resolved: Resolved, source: LoadedSource) -> str:

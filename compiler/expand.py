@@ -91,7 +91,6 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
     tasks = []
     value = _input_of(node, record, upstream)
     keys = input_keys(node, record, value)
-    environment = node.op.environment()
     prefix = f"{upstream.path}/" if upstream else ""
     index = 0
     for point in node.sweep.grid_points():
@@ -99,11 +98,12 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
             path = f"{prefix}{node.id}.{index}"
             swept = {**point, **_sample_choices(node, spec_seed, record, path)}
             try:
-                params = node.op.Params.model_validate({**node.sweep.fixed, **swept}).model_dump(mode="json")
+                model = node.op.Params.model_validate({**node.sweep.fixed, **swept})
             except Exception as exc:  # validated in resolve; a chosen combination can still clash
                 raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"node[{node.index}].params")) from None
+            params = model.model_dump(mode="json")
             seed = derive_seed(spec_seed, record.id, path)
-            key = node_key(node.op.name, node.op.version, params, keys, seed, environment)
+            key = node_key(node.op.name, node.op.version, params, keys, seed, node.op.environment(model))
             tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
             index += 1
     return tasks

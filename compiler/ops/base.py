@@ -78,10 +78,12 @@ class Op(ABC):
     digest stays out of the node key; otherwise an edited annotation (a box, a label) must give a
     new key, or the cache would serve the output made from the old one."""
 
-    def environment(self) -> dict[str, str]:
-        """What outside the params shapes the output: the versions of ``libraries`` (and, for
-        ops that call an engine, its version). Part of every node key, so a library upgrade
-        recomputes instead of serving outputs made by the old version."""
+    def environment(self, params: Any = None) -> dict[str, str]:
+        """What outside the params shapes the output under ``params``: the versions of
+        ``libraries`` (and, for ops that call an engine, its version). Part of every node key,
+        so a library upgrade recomputes instead of serving outputs of the old version. An op
+        whose libraries depend on a param (a model detector only when chosen) narrows the set
+        for those params; ``params=None`` asks for everything it may use (lock, memo key)."""
         return library_versions(self.libraries)
 
     @abstractmethod

@@ -30,9 +30,9 @@ Hooks. Each edit or check that a model can do better is a name in a registry, ch
   of ``compiler/ops/``, e.g. ``INPAINTERS.register("lama", lama)``, and reads its weights from
   ``params.model`` through :func:`._pretrained.pinned_model`, which refuses weights whose digest
   is not ``params.sha256``; ``ctx`` gives it the data roots and, if it samples, ``ctx.rng``.
-  The weights' digest keys its outputs; the versions of the libraries it runs on do not (node
-  keys take the op's ``libraries``, fixed per op), so such a plugin adds its distributions to
-  ``RemoveObject.libraries`` and bumps the op's version.
+  The weights' digest keys its outputs (``params.sha256``); the versions of the libraries it
+  runs on enter node keys through ``RemoveObject.environment``, so such a plugin adds its
+  distributions to ``RemoveObject.libraries`` and bumps the op's version.
 - :data:`DETECTORS` (``validate.object_removed``, ``params.detector``): a callable
   ``(image, target, params, ctx) -> list[Detection]`` (boxes [x, y, w, h] in pixels). ``colour``
   finds regions of the object's known colour (offline; for benchc's synthetic scenes), ``hf``
@@ -61,7 +61,7 @@ from ..media import load_image, put_image
 from ..registry import Registry
 from ..values import Value
 from ._pretrained import Detection, clip_embeddings, detect, pinned_model
-from .base import OPS, Op, OpContext, OpOutput, OpParams
+from .base import OPS, Op, OpContext, OpOutput, OpParams, library_versions
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
@@ -414,6 +414,11 @@ class ObjectRemoved(Op):
     default_input = "image"
     libraries = (*CV2, "numpy", "pillow", *MODELS)
 
+    def environment(self, params: RemovedParams | None = None) -> dict[str, str]:
+        """torch/transformers shape the result only when the hf detector runs."""
+        uses_models = params is None or params.detector == "hf"
+        return library_versions(self.libraries if uses_models else (*CV2, "numpy", "pillow"))
+
     def apply(self, value: Value | None, params: RemovedParams, ctx: OpContext) -> OpOutput:
         name, colour = _field(ctx, params.name_field), _field(ctx, params.color_field)
         target = Target(None if name is None else str(name),
@@ -483,6 +488,11 @@ class SceneKept(Op):
     output_kind = "image"
     default_input = "image"
     libraries = ("numpy", "pillow", *MODELS)
+
+    def environment(self, params: KeptParams | None = None) -> dict[str, str]:
+        """torch/transformers shape the similarity only when the clip embedder runs."""
+        uses_models = params is None or params.embedder == "clip"
+        return library_versions(self.libraries if uses_models else ("numpy", "pillow"))
 
     def apply(self, value: Value | None, params: KeptParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None

@@ -79,8 +79,8 @@ class TextToSpeech(Op):
     default_input = "text"
     libraries = ("numpy", "soxr")
 
-    def environment(self) -> dict[str, str]:
-        return {**super().environment(), "espeak-ng": engine()[1]}
+    def environment(self, params: Params | None = None) -> dict[str, str]:
+        return {**super().environment(params), "espeak-ng": engine()[1]}
 
     def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
         assert value is not None and value.text is not None
