@@ -83,6 +83,6 @@ def test_another_library_version_is_another_node_key(scenes: Path, monkeypatch: 
     _compile(scenes, "a", "image.corrupt", params)
     op = OPS.get("image.corrupt")
     real = op.environment()
-    monkeypatch.setattr(type(op), "environment", lambda self: {**real, "imagecorruptions": "9.9.9"})
+    monkeypatch.setattr(type(op), "environment", lambda self, params=None: {**real, "imagecorruptions": "9.9.9"})
     again, _ = _compile(scenes, "b", "image.corrupt", params)
     assert again.ops_run > 0, "outputs of the old library version must not be served"
