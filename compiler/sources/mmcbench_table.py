@@ -34,12 +34,14 @@ class Table(SourceParams):
 
 
 class Params(SourceParams):
-    tables: list[Table] = Field(min_length=1)
-    id_column: str = "path"
-    text_column: str = "transcription"
+    tables: list[Table] = Field(min_length=1, description="[{path, severity = heavy|light, selection = hard|random}]")
+    id_column: str = Field("path", description="column of unique row ids")
+    text_column: str = Field("transcription", description="column of the clean text")
 
 
 class MMCBenchTextTable(SourceLoader):
+    """MMCBench's released text tables: one record per row, with its clean and 23 corrupted texts."""
+
     name = "mmcbench.text_table"
     version = "1.0.0"
     Params = Params
