@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .compiler.compile import CompileOptions, CompileResult, compile_spec
 from .compiler.errors import BenchcError, Problem, ProblemList, SpecError
 from .compiler.manifest import read_manifest
-from .compiler.metrics import METRIC_SCHEMAS
+from .compiler.metrics import METRIC_SCHEMAS, metric_stage_problems
 from .compiler.resolve import Resolved, resolve
 from .compiler.spec.parse import load_spec
+
+if TYPE_CHECKING:
+    from .preview import PreviewResult
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -46,6 +49,8 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
         embedder = metric.params.get("embedder", "minilm")
         if isinstance(embedder, str) and embedder not in EMBEDDERS:
             problems.add(loaded.unknown(EMBEDDERS, embedder, f"metric[{index}].embedder"))
+    for found in metric_stage_problems(loaded.spec):
+        problems.add(loaded.problem(found.key or "metric", found.message, found.hint))
     problems.raise_if_any(SpecError)
     assert resolved is not None
     return resolved
@@ -69,7 +74,15 @@ def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = No
     return run_manifest(Path(manifest_dir), Path(run_dir), options)
 
 
+def parse_backends(values: list[str]) -> dict[str, str]:
+    """``["STAGE=BACKEND", ...]`` (the CLI's ``--backend``) -> the ``backends`` of run/evaluate."""
+    from .runtime.overrides import parse_backend_overrides
+
+    return parse_backend_overrides(values)
+
+
 def score(run_dir: Path | str, manifest_dir: Path | str | None = None) -> dict[str, Any]:
+    """Score a run; ``manifest_dir`` replaces the manifest the run recorded (same digest only)."""
     from .runtime.score import score_run
 
     return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None)
@@ -92,14 +105,18 @@ class Evaluation:
 def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = None,
              cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
              workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
-             data_roots: list[Path] | None = None) -> Evaluation:
-    """compile + run + score + report in one call."""
+             data_roots: list[Path] | None = None, backends: dict[str, str] | None = None) -> Evaluation:
+    """compile + run + score + report in one call. ``backends`` (stage id -> backend) are checked
+    against the spec's stages before anything is compiled."""
+    from .runtime.overrides import check_backend_overrides
+
     out = Path(out_dir)
-    validate(spec_path, overrides)
+    resolved = validate(spec_path, overrides)
+    check_backend_overrides(dict(backends or {}), list(resolved.loaded.spec.stage))
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
                        overrides=overrides, data_roots=data_roots)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
-        workers=workers, progress=progress)
+        workers=workers, progress=progress, backends=backends)
     scores = score(out / "run")
     return Evaluation(manifest.manifest_dir, out / "run", report(out / "run"), scores)
 
@@ -144,4 +161,28 @@ def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path)
     return target
 
 
-__all__ = ["validate", "compile", "run", "score", "report", "evaluate", "read_manifest", "BenchcError"]
+def preview(spec_or_manifest: Path | str, item: str, out_dir: Path | str | None = None, *,
+            cache_dir: Path | str = DEFAULT_CACHE, data_roots: list[Path] | None = None,
+            overrides: list[str] | None = None) -> PreviewResult:
+    """Write a contact sheet (images), WAV files (audio) or a listing (text) of an item's variants
+    (an item id, or a group id for all its items) from a spec (compiled, memoised, into a scratch
+    folder) or a compiled manifest folder."""
+    import tempfile
+
+    from .preview import default_out_dir, write_preview
+
+    path, roots = Path(spec_or_manifest), [Path(r) for r in data_roots or []]
+    out = Path(out_dir) if out_dir is not None else default_out_dir(item)
+    if path.is_dir():
+        if overrides:
+            raise BenchcError(Problem("--set applies to a spec, not to a compiled manifest",
+                                      hint="preview the spec itself to override its keys"))
+        return write_preview(path, item, out, Path(cache_dir), [path, *roots])
+    with tempfile.TemporaryDirectory(prefix="benchc-preview-") as scratch:
+        result = compile(path, Path(scratch) / "manifest", cache_dir=cache_dir, data_roots=roots,
+                         overrides=overrides)
+        return write_preview(result.manifest_dir, item, out, Path(cache_dir), [path.resolve().parent, *roots])
+
+
+__all__ = ["validate", "compile", "run", "score", "report", "evaluate", "preview", "read_manifest",
+           "BenchcError"]

@@ -25,6 +25,8 @@ CacheOpt = Annotated[Path, typer.Option("--cache", help="content-addressed compi
 StoreOpt = Annotated[Path, typer.Option("--store", help="response store folder")]
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="worker processes")]
 RootOpt = Annotated[list[Path] | None, typer.Option("--data-root", help="extra folder specs may read data from")]
+BackendOpt = Annotated[list[str] | None, typer.Option(
+    "--backend", help="STAGE=BACKEND: answer a stage with another backend, e.g. transcript=pocketsphinx")]
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -92,15 +94,28 @@ def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest fold
 
 
 @app.command()
+def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compiled manifest folder")],
+            item: Annotated[str, typer.Argument(help="an item id, or a group/record id (all its items)")],
+            out: Annotated[Path | None, typer.Option("--out", "-o", help="folder to write (default preview/<item>/)")] = None,
+            set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, data_root: RootOpt = None) -> None:
+    """Write a contact sheet (PNG), WAV files or a text listing of an item's variants."""
+    from . import api
+
+    result = api.preview(spec, item, out, cache_dir=cache, data_roots=data_root, overrides=set_)
+    typer.echo(f"{result.items} {result.kind} item(s) of {result.group_id}"
+               f"{' + original' if result.original else ''} -> {result.out_dir}")
+
+
+@app.command()
 def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
         out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
         model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
-        backend: Annotated[list[str] | None, typer.Option("--backend", help="STAGE=BACKEND override")] = None,
+        backend: BackendOpt = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1) -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
 
-    overrides = dict(b.split("=", 1) for b in backend or [] if "=" in b)
+    overrides = api.parse_backends(backend or [])
     for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                            backends=overrides):
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
@@ -108,11 +123,13 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
 
 
 @app.command()
-def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")]) -> None:
+def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
+          manifest: Annotated[Path | None, typer.Option(
+              "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None) -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
 
-    scores = api.score(run_dir)
+    scores = api.score(run_dir, manifest)
     typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
 
 
@@ -130,12 +147,12 @@ def evaluate(spec: SpecArg,
              out: Annotated[Path, typer.Option("--out", "-o", help="folder for manifest/, run/ and the report")],
              model: Annotated[str | None, typer.Option("--model", "-m")] = None,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
-             workers: WorkersOpt = 1, data_root: RootOpt = None) -> None:
+             workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None) -> None:
     """compile + run + score + report in one command."""
     from . import api
 
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                          overrides=set_, data_roots=data_root)
+                          overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []))
     typer.echo(result.report_path.read_text())
     typer.echo(f"report: {result.report_path}")
 
@@ -147,7 +164,7 @@ def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default
          cache: CacheOpt = DEFAULT_CACHE) -> None:
     """Write (or --check) the committed lock files of specs under generated/."""
     from . import api
-    from .compiler.errors import BenchcError
+    from .compiler.errors import CheckFailed
 
     paths = specs or sorted(Path("specs").rglob("*.toml"))
     failed = []
@@ -160,7 +177,7 @@ def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default
             else:
                 typer.echo(f"wrote {api.write_lock(spec, generated, cache, Path(work))}")
     if failed:
-        raise BenchcError(failed)
+        raise CheckFailed(failed)
 
 
 @app.command()
@@ -202,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         if result == 130:  # typer turns KeyboardInterrupt into Exit(130)
             _say(INTERRUPTED)
         return result if isinstance(result, int) else 0
-    except BenchcError as exc:
+    except BenchcError as exc:  # user errors only: a bug keeps its traceback
         _say(f"error: {exc.render()}")
-        return 1 if all("lock" in (p.file or "") for p in exc.problems) else 2
+        return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say(INTERRUPTED)
         return 130

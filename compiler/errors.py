@@ -1,11 +1,13 @@
 """User-facing errors: each names where (file, line, key path), what, and a hint.
 
-The CLI prints ``BenchcError`` without a traceback and exits non-zero; anything else is a bug.
+The CLI prints ``BenchcError`` without a traceback and exits with its ``exit_code`` (2 for a
+user error, 1 for a failed check); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Problem:
 class BenchcError(Exception):
     """An error in the user's input or environment, reported as one or more Problems."""
 
+    exit_code: ClassVar[int] = 2
+
     def __init__(self, problems: list[Problem] | Problem | str) -> None:
         if isinstance(problems, str):
             problems = [Problem(problems)]
@@ -59,6 +63,16 @@ class OpError(BenchcError):
 
 class BackendError(BenchcError):
     """A model backend cannot load or answer."""
+
+
+class RunError(BenchcError):
+    """A run folder, its record or the response store cannot be read or written."""
+
+
+class CheckFailed(BenchcError):
+    """A check ran and found differences (``benchc lock --check``): exit 1, not a usage error."""
+
+    exit_code: ClassVar[int] = 1
 
 
 @dataclass

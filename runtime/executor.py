@@ -7,34 +7,52 @@ once, so Ctrl-C or a kill loses only batches in flight and a rerun resumes from 
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
+import polars as pl
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from benchc.compiler.cas import ContentStore
+from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
 from .store import ResponseStore
 
 
+CACHE_HINT = "pass the --cache the manifest was compiled with (default .benchc/cache)"
+
+
 class MediaSource:
     """Reads item media from the compile cache and earlier responses' audio from the store."""
 
     def __init__(self, cache_dir: Path, store_dir: Path) -> None:
-        self.cache = ContentStore(cache_dir)
+        try:
+            self.cache = ContentStore(cache_dir)
+        except OSError as exc:
+            raise RunError(Problem(f"cannot open the compile cache: {exc.strerror or exc}", file=str(cache_dir),
+                                   key="--cache", hint=CACHE_HINT)) from None
         self.blobs = ContentStore(Path(store_dir) / "blobs")
 
     def __call__(self, kind: str, sha256: str) -> bytes:
         for place in (self.cache, self.blobs):
             if place.has(sha256):
                 return place.get(sha256)
-        raise FileNotFoundError(f"{kind} {sha256[:12]} is in neither the compile cache nor the store; "
-                                "was the manifest compiled with another --cache?")
+        raise RunError(Problem(f"{kind} {sha256[:12]} is in neither the compile cache nor the response store",
+                               file=str(self.cache.root), key="--cache", hint=CACHE_HINT))
+
+    def check_items(self, items: pl.DataFrame) -> None:
+        """Every medium the items send is in the compile cache: checked before the first request."""
+        shas = sorted({m["sha256"] for media in items["media"] for m in json.loads(media)})
+        missing = [s for s in shas if not self.cache.has(s)]
+        if missing:
+            raise RunError(Problem(f"{len(missing)} of the manifest's {len(shas)} media files are not in the "
+                                   "compile cache", file=str(self.cache.root), key="--cache", hint=CACHE_HINT))
 
 
 _WORKER: tuple[Backend, MediaSource] | None = None

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from benchc.compiler.atomic import write_text_atomic
-from benchc.compiler.errors import BenchcError, Problem
+from benchc.compiler.errors import Problem, RunError
 
+from .runfolder import read_json, write_text
 from .score import SCORES_FILE
 
 REPORT_FILE = "report.md"
+SCORES_KEYS = ("benchmark", "manifest_digest", "items", "metrics")
 
 
 def _cell(value: Any) -> str:
@@ -42,10 +42,10 @@ def render_report(scores: dict[str, Any]) -> str:
 
 
 def write_report(run_dir: Path) -> Path:
-    try:
-        scores = json.loads((Path(run_dir) / SCORES_FILE).read_text())
-    except FileNotFoundError:
-        raise BenchcError(Problem(f"{run_dir} has no {SCORES_FILE}", hint="run `benchc score RUN_DIR` first")) from None
+    scores = read_json(Path(run_dir) / SCORES_FILE, "scores", f"run `benchc score {run_dir}` first")
+    if not isinstance(scores, dict) or not all(k in scores for k in SCORES_KEYS):  # valid JSON, another shape
+        raise RunError(Problem(f"{SCORES_FILE} is not a benchc scores file", file=str(Path(run_dir) / SCORES_FILE),
+                               hint=f"rerun `benchc score {run_dir}`"))
     path = Path(run_dir) / REPORT_FILE
-    write_text_atomic(path, render_report(scores))
+    write_text(path, render_report(scores), "report")
     return path

@@ -2,8 +2,11 @@
 
 Stages run in waves: a later stage's requests are built from the earlier stage's responses
 (speech -> transcript). The run folder gets ``responses.parquet`` (item, stage, sample, request
-key, answer) and ``run.json`` (the run record: model, backend fingerprints, counts, times),
-which is the only place volatile facts such as timestamps are kept.
+key, answer) and ``run.json`` (the run record: manifest path and digest, model, backend
+fingerprints, counts, times), which is the only place volatile facts such as timestamps are
+kept. Both are published together (see ``runfolder``). Everything a run can refuse (backend
+overrides, backends and their options, the output folder, the store, the compile cache) is
+checked before the first request.
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ from typing import Any
 import polars as pl
 
 from benchc import __version__
-from benchc.compiler.atomic import write_text_atomic, write_with_atomic
 from benchc.compiler.canonical import digest
 from benchc.compiler.errors import BackendError, BenchcError, Problem
-from benchc.compiler.manifest import Manifest, read_manifest
+from benchc.compiler.manifest import Manifest
 from benchc.compiler.spec.models import Spec, Stage
 
 from .backends import Backend, Request, make_backend
 from .executor import MediaSource, execute
+from .overrides import check_backend_overrides
+from .runfolder import RESPONSES_FILE, RUN_FILE, check_run_dir, manifest_items, open_manifest, write_run_folder
 from .store import ResponseStore, StoredResponse
 
-RESPONSES_FILE, RUN_FILE = "responses.parquet", "run.json"
+__all__ = ["RESPONSES_FILE", "RUN_FILE", "RunOptions", "StageOutcome", "run_manifest"]
 
 
 @dataclass
@@ -94,27 +98,34 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
 
 
 def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list[StageOutcome]:
-    manifest = read_manifest(manifest_dir)
-    spec = Spec.model_validate(manifest.spec)
-    items = manifest.items()
-    backends = {s.id: make_backend(stage_backend(s, options), spec.generation, s.task) for s in spec.stage}
+    manifest, spec = open_manifest(manifest_dir)
+    check_backend_overrides(options.backends, spec.stage)
+    check_run_dir(Path(run_dir))
+    items = manifest_items(manifest)
     store = ResponseStore(options.store_dir)
-    media = MediaSource(options.cache_dir, options.store_dir)
-    started = time.time()
-    outcomes, rows = [], []
     try:
-        answers_by_stage: dict[str, dict] = {}
-        for stage in spec.stage:
-            backend = backends[stage.id]
-            previous = None if stage.input == "prompt" else answers_by_stage[stage.input]
-            outcome, answers = _run_stage(stage, spec, items, backend, store, media, options, previous)
-            outcomes.append(outcome)
-            rows += [_row(item_id, sample, stage.id, answer) for (item_id, sample), answer in answers.items()]
-            answers_by_stage[stage.id] = answers
+        media = MediaSource(options.cache_dir, options.store_dir)
+        media.check_items(items)
+        backends = {s.id: make_backend(stage_backend(s, options), spec.generation, s.task) for s in spec.stage}
+        started = time.time()
+        outcomes, rows = _run_stages(spec, items, backends, store, media, options)
     finally:
         store.close()
     _write_run(run_dir, manifest, options, backends, outcomes, rows, started)
     return outcomes
+
+
+def _run_stages(spec: Spec, items: pl.DataFrame, backends: dict[str, Backend], store: ResponseStore,
+                media: MediaSource, options: RunOptions) -> tuple[list[StageOutcome], list[dict[str, Any]]]:
+    outcomes, rows = [], []
+    answers_by_stage: dict[str, dict] = {}
+    for stage in spec.stage:
+        previous = None if stage.input == "prompt" else answers_by_stage[stage.input]
+        outcome, answers = _run_stage(stage, spec, items, backends[stage.id], store, media, options, previous)
+        outcomes.append(outcome)
+        rows += [_row(item_id, sample, stage.id, answer) for (item_id, sample), answer in answers.items()]
+        answers_by_stage[stage.id] = answers
+    return outcomes, rows
 
 
 def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, store: ResponseStore,
@@ -144,12 +155,10 @@ RESPONSE_SCHEMA = {"item_id": pl.String, "stage": pl.String, "sample": pl.Int64,
 
 def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends: dict[str, Backend],
                outcomes: list[StageOutcome], rows: list[dict[str, Any]], started: float) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
     frame = pl.DataFrame(rows, schema=RESPONSE_SCHEMA, orient="row").sort("item_id", "stage", "sample")
-    write_with_atomic(run_dir / RESPONSES_FILE, lambda p: frame.write_parquet(p, statistics=False))
     record = {
         "benchc": __version__,
-        "manifest": str(Path(manifest.root)),
+        "manifest": str(Path(manifest.root).resolve()),  # absolute: `score` may run from elsewhere
         "benchmark": manifest.lock["benchmark"],
         "manifest_digest": manifest.lock["manifest_digest"],
         "model": options.model,
@@ -159,4 +168,4 @@ def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends:
         "seconds": round(time.time() - started, 3),
         "workers": options.workers,
     }
-    write_text_atomic(run_dir / RUN_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    write_run_folder(Path(run_dir), frame, record)

@@ -8,16 +8,15 @@ from typing import Any
 
 import polars as pl
 
-from benchc.compiler.atomic import write_text_atomic
-from benchc.compiler.errors import BenchcError, Problem
-from benchc.compiler.manifest import read_manifest
-from benchc.compiler.metrics import METRIC_SCHEMAS
+from benchc.compiler.errors import BenchcError, Problem, RunError, SpecError
+from benchc.compiler.manifest import SPEC_FILE, Manifest
+from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems
 from benchc.compiler.spec.models import Spec
 
 from .embed import load_embedder
 from .metrics import METRICS, MetricInput, MetricResult
 from .metrics.base import ScoredItem
-from .run import RESPONSES_FILE, RUN_FILE
+from .runfolder import RUN_FILE, manifest_items, open_manifest, read_responses, read_run_record, write_text
 
 SCORES_FILE = "scores.json"
 
@@ -37,30 +36,56 @@ def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: s
 
 
 def score_run(run_dir: Path, manifest_dir: Path | None = None) -> dict[str, Any]:
+    """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
+    run recorded (moved or copied), and must have the same digest."""
     run_dir = Path(run_dir)
-    try:
-        record = json.loads((run_dir / RUN_FILE).read_text())
-    except FileNotFoundError:
-        raise BenchcError(Problem(f"{run_dir} is not a run folder (no {RUN_FILE})",
-                                  hint="run `benchc run MANIFEST -o RUN_DIR` first")) from None
-    manifest = read_manifest(Path(manifest_dir or record["manifest"]))
-    if manifest.lock["manifest_digest"] != record["manifest_digest"]:
-        raise BenchcError(Problem("the manifest changed since this run", hint="rerun `benchc run`"))
-    spec = Spec.model_validate(manifest.spec)
-    items, responses = manifest.items(), pl.read_parquet(run_dir / RESPONSES_FILE)
+    record = read_run_record(run_dir)
+    manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
+    _check_metric_stages(manifest, spec)
+    items, responses = manifest_items(manifest), read_responses(run_dir, record)
+    backends = {s.get("stage"): s.get("backend") for s in record["stages"] if isinstance(s, dict)}
     results = []
     for metric in spec.metric:
         params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
         stage = params.stage or spec.stage[-1].id
-        stage_backend = next(s["backend"] for s in record["stages"] if s["stage"] == stage)
+        if stage not in backends:
+            raise RunError(Problem(f"the run record has no stage {stage!r}", file=str(run_dir / RUN_FILE),
+                                   hint="rerun `benchc run`; it resumes where it stopped"))
         data = MetricInput(_items_with_responses(items, responses, stage), load_embedder(params.embedder),
-                           stage_backend)
+                           backends[stage])
         results.append(METRICS.get(metric.name).score(params, data))
     scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
               "model": record.get("model"), "items": items.height,
               "metrics": [_result_json(r) for r in results]}
-    write_text_atomic(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n")
+    write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
     return scores
+
+
+def run_manifest_of(run_dir: Path, record: dict[str, Any], manifest_dir: Path | None) -> tuple[Manifest, Spec]:
+    """The manifest a run was made from: the recorded one, or ``manifest_dir`` if its digest matches."""
+    recorded = Path(record["manifest"])
+    record_file = str(run_dir / RUN_FILE)
+    if manifest_dir is None and not recorded.is_dir():
+        raise RunError(Problem(f"the manifest this run was made from is gone: {recorded}", file=record_file,
+                               hint="pass --manifest DIR with that manifest (moved or copied elsewhere)"))
+    path = Path(manifest_dir) if manifest_dir is not None else recorded
+    manifest, spec = open_manifest(path)
+    found, wanted = manifest.lock["manifest_digest"], record["manifest_digest"]
+    if found != wanted:
+        what = "--manifest" if manifest_dir is not None else "the recorded manifest (it was recompiled since)"
+        raise RunError(Problem(f"{what} {path} has digest {found[:16]}, but this run was made from a manifest "
+                               f"with digest {wanted[:16]}", file=record_file,
+                               hint=f"pass the manifest the run was made from (recorded: {recorded}), "
+                                    "or rerun `benchc run` with this one"))
+    return manifest, spec
+
+
+def _check_metric_stages(manifest: Manifest, spec: Spec) -> None:
+    """Metrics read text: refuse, before any embedder loads, a metric on an audio stage."""
+    problems = [Problem(p.message, file=str(Path(manifest.root) / SPEC_FILE), key=p.key, hint=p.hint)
+                for p in metric_stage_problems(spec)]
+    if problems:
+        raise SpecError(problems)
 
 
 def _round(value: Any) -> Any:

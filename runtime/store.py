@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchc.compiler.cas import ContentStore
+from benchc.compiler.errors import Problem, RunError
 
 STORE_SCHEMA_VERSION = 1
 
@@ -30,6 +31,18 @@ class StoredResponse:
 class ResponseStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            raise self._failed("open", exc) from None
+
+    def _failed(self, doing: str, exc: OSError | sqlite3.Error) -> RunError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return RunError(Problem(f"cannot {doing} the response store: {reason}", file=str(self.root), key="--store",
+                                hint="--store must be a folder benchc can write (it holds responses.sqlite "
+                                     "and blobs/), on a disk with room, or a new path"))
+
+    def _open(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs = ContentStore(self.root / "blobs")
         self.db = sqlite3.connect(self.root / "responses.sqlite", timeout=120)
@@ -62,15 +75,18 @@ class ResponseStore:
 
     def put_many(self, backend: str, entries: list[tuple[str, str, str | None, bytes | None]]) -> None:
         """Store (key, kind, text, data) tuples in one transaction; blobs are written first."""
-        rows = []
-        for key, kind, text, data in entries:
-            blob = self.blobs.put(data, "audio").sha256 if data is not None else None
-            rows.append((key, backend, kind, text, blob))
-        with self.db:
-            self.db.executemany(
-                "INSERT OR IGNORE INTO responses (key, backend, kind, text, blob) VALUES (?,?,?,?,?)",
-                rows,
-            )
+        try:
+            rows = []
+            for key, kind, text, data in entries:
+                blob = self.blobs.put(data, "audio").sha256 if data is not None else None
+                rows.append((key, backend, kind, text, blob))
+            with self.db:
+                self.db.executemany(
+                    "INSERT OR IGNORE INTO responses (key, backend, kind, text, blob) VALUES (?,?,?,?,?)",
+                    rows,
+                )
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a lock held past the timeout
+            raise self._failed("write to", exc) from None
 
     def blob(self, sha256: str) -> bytes:
         return self.blobs.get(sha256)

@@ -43,6 +43,9 @@ def load_spec(path: Path | str, overrides: list[str] | None = None) -> LoadedSpe
         raise SpecError(Problem("spec file not found", file=str(path))) from None
     except UnicodeDecodeError as exc:
         raise SpecError(Problem(f"spec is not UTF-8 text ({exc.reason})", file=str(path))) from None
+    except OSError as exc:  # a folder, no permission
+        raise SpecError(Problem(f"cannot read the spec: {exc.strerror or exc}", file=str(path),
+                                hint="give the path of a .toml spec file")) from None
     return parse_spec_text(text, path, overrides or [])
 
 

@@ -88,6 +88,30 @@ class Backend(ABC):
     def option(self, name: str, default: str) -> str:
         return self.options.get(name, default)
 
+    def int_option(self, name: str, default: int, minimum: int | None = None) -> int:
+        """An integer option; a malformed or too small value fails before any request."""
+        text = self.options.get(name)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise self.bad_option(name, text, "an integer") from None
+        if minimum is not None and value < minimum:
+            raise self.bad_option(name, text, f"an integer >= {minimum}")
+        return value
+
+    def choice_option(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        """An option that must be one of ``choices``."""
+        value = self.options.get(name, default)
+        if value not in choices:
+            raise self.bad_option(name, value, "one of " + ", ".join(choices))
+        return value
+
+    def bad_option(self, name: str, value: str, expected: str) -> BackendError:
+        return BackendError(Problem(f"backend {self.name!r}: option {name}={value!r} is not valid",
+                                    hint=f"{name} must be {expected}"))
+
     def check_options(self, known: set[str]) -> None:
         unknown = sorted(set(self.options) - known)
         if unknown:

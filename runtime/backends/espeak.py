@@ -33,6 +33,13 @@ def _engine() -> tuple[str, str]:
     return exe, version.split("Data at")[0].strip()
 
 
+@lru_cache(maxsize=16)
+def _voice_exists(exe: str, voice: str) -> bool:
+    """Checked once per voice when the backend is built, so a typo fails before any request."""
+    done = subprocess.run([exe, "-q", "-v", voice, ""], capture_output=True, check=False)
+    return done.returncode == 0
+
+
 class ESpeak(Backend):
     name = "espeak"
     tasks = frozenset({"text-to-speech"})
@@ -45,8 +52,10 @@ class ESpeak(Backend):
         self.check_options(self.OPTIONS)
         self.exe, self.version = _engine()
         self.voice = self.option("voice", "en-us")
-        self.speed = int(self.option("speed", "175"))
-        self.pitch = int(self.option("pitch", "50"))
+        self.speed = self.int_option("speed", 175, minimum=1)
+        self.pitch = self.int_option("pitch", 50, minimum=0)
+        if not _voice_exists(self.exe, self.voice):
+            raise self.bad_option("voice", self.voice, "a voice espeak-ng knows (see `espeak-ng --voices`)")
 
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": self.name, "engine": self.version, "voice": self.voice,

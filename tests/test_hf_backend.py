@@ -1,0 +1,97 @@
+"""The hf backend on a real tiny LLaVA: per-request sampling seeds, a fingerprint that covers what
+can change an answer, and bad options refused before any request."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from benchc.compiler.errors import BackendError
+from benchc.compiler.spec.models import Generation
+from benchc.runtime.backends import Request, make_backend
+from support.tiny_vlm import build_tiny_llava
+
+pytestmark = pytest.mark.slow  # loads a (tiny) model several times
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"), seed=0)
+
+
+def _png(colour: tuple[int, int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (40, 40), colour).save(out, "PNG")
+    return out.getvalue()
+
+
+MEDIA = {"red": _png((200, 0, 0)), "green": _png((0, 200, 0))}
+PROMPTS = [("What kind of object is in the masked region?", "red"), ("Which colour?", "green"),
+           ("Describe the image in one sentence please.", "red"), ("What shape is it?", "green")]
+
+
+def _load(kind: str, sha: str) -> bytes:
+    return MEDIA[sha]
+
+
+def _requests(sample: int = 0) -> list[Request]:
+    return [Request(f"k{i}-{sample}", "generate", prompt, None, (("image", image),), sample)
+            for i, (prompt, image) in enumerate(PROMPTS)]
+
+
+SAMPLING = Generation(temperature=1.0, max_new_tokens=8)
+
+
+def test_a_sampled_answer_depends_on_neither_its_batch_nor_the_batch_size(tiny_llava: Path) -> None:
+    small = make_backend(f"hf:{tiny_llava},batch_size=1", SAMPLING, "generate")
+    large = make_backend(f"hf:{tiny_llava},batch_size=4", SAMPLING, "generate")
+    first, *others = _requests()
+    alone = small.run_batch([first], _load)[0].text
+    assert large.run_batch([first, *others], _load)[0].text == alone
+    assert large.run_batch([*reversed(others), first], _load)[-1].text == alone
+    # so the two batch sizes may share cached answers
+    assert small.fingerprint() == large.fingerprint()
+
+
+def test_sampling_seeds_come_from_the_request_and_leave_the_global_rng_alone(tiny_llava: Path) -> None:
+    backend = make_backend(f"hf:{tiny_llava},batch_size=4", SAMPLING, "generate")
+    before = torch.random.get_rng_state()
+    zero = [r.text for r in backend.run_batch(_requests(0), _load)]
+    assert torch.equal(before, torch.random.get_rng_state())
+    assert [r.text for r in backend.run_batch(_requests(0), _load)] == zero
+    assert [r.text for r in backend.run_batch(_requests(1), _load)] != zero  # the sample index seeds too
+    reseeded = make_backend(f"hf:{tiny_llava}", SAMPLING.model_copy(update={"seed": 7}), "generate")
+    assert [r.text for r in reseeded.run_batch(_requests(0), _load)] != zero
+
+
+def test_greedy_fingerprint_covers_everything_that_can_change_an_answer(tiny_llava: Path) -> None:
+    greedy = Generation(max_new_tokens=8)
+    base = make_backend(f"hf:{tiny_llava},batch_size=4", greedy, "generate").fingerprint()
+    assert {"backend", "model", "transformers", "dtype", "generation"} <= set(base)  # the earlier fields
+    assert base["device"] == "cpu" and base["torch"].startswith(torch.__version__.split("+")[0])
+    assert base["batch_size"] == 4  # padding to a batch's longest prompt can flip a greedy argmax
+    other_batch = make_backend(f"hf:{tiny_llava},batch_size=2", greedy, "generate").fingerprint()
+    other_dtype = make_backend(f"hf:{tiny_llava},batch_size=4,dtype=bfloat16", greedy, "generate").fingerprint()
+    assert other_batch != base and other_dtype != base
+
+
+@pytest.mark.parametrize("options,fragment", [
+    ("batch_size=eight", "batch_size must be an integer"),
+    ("batch_size=0", "batch_size must be an integer >= 1"),
+    ("dtype=float33", "dtype must be one of float32, float16, bfloat16"),
+    ("device=gpu0", "device must be a torch device"),
+])
+def test_bad_hf_options_are_refused_when_the_backend_is_built(tiny_llava: Path, options: str, fragment: str) -> None:
+    with pytest.raises(BackendError, match="option .* is not valid") as caught:
+        make_backend(f"hf:{tiny_llava},{options}", Generation(), "generate")
+    assert fragment in caught.value.render()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_a_cuda_device_on_a_machine_without_one_is_refused(tiny_llava: Path) -> None:
+    with pytest.raises(BackendError, match="a CUDA device present on this machine"):
+        make_backend(f"hf:{tiny_llava},device=cuda", Generation(), "generate")
