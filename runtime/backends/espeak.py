@@ -1,36 +1,28 @@
 """Text-to-speech through the espeak-ng engine (Debian package ``espeak-ng``).
 
-espeak-ng writes 22,050 Hz WAV; we resample to 16 kHz mono 16-bit with soxr (the SoX resampler),
-the rate speech recognisers expect and MMCBench resamples to.
+The speaking itself is ``compiler.ops.speech.synthesize`` (16 kHz mono 16-bit, soxr HQ), the
+same code as the compile-time op ``audio.tts``: the model under test and the op that makes
+speech sources can never drift apart. The runtime may import the compiler, never the reverse.
 """
 
 from __future__ import annotations
 
-import shutil
-from importlib import metadata
 import subprocess
 from functools import lru_cache
+from importlib import metadata
 from typing import Any
 
-import numpy as np
-import soxr
-
-from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.media import read_wav, wav_bytes
+from benchc.compiler.errors import BackendError, OpError
+from benchc.compiler.ops.speech import OUTPUT_RATE, engine, synthesize
 
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
-OUTPUT_RATE = 16_000
 
-
-@lru_cache(maxsize=1)
 def _engine() -> tuple[str, str]:
-    exe = shutil.which("espeak-ng")
-    if exe is None:
-        raise BackendError(Problem("espeak-ng is not installed",
-                                   hint="apt-get install espeak-ng (make setup does this)"))
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
-    return exe, version.split("Data at")[0].strip()
+    try:
+        return engine()
+    except OpError as exc:
+        raise BackendError(exc.problems) from None
 
 
 @lru_cache(maxsize=16)
@@ -66,15 +58,10 @@ class ESpeak(Backend):
         return [Response("audio", data=self.speak(r.prompt)) for r in requests]
 
     def speak(self, text: str) -> bytes:
-        # Text goes through stdin, never argv: a sentence starting with '-' is not an option.
-        done = subprocess.run(
-            [self.exe, "--stdout", "-v", self.voice, "-s", str(self.speed), "-p", str(self.pitch)],
-            input=text.encode("utf-8"), capture_output=True, check=False)
-        if done.returncode != 0:
-            raise BackendError(Problem(f"espeak-ng failed: {done.stderr.decode(errors='replace')[:200]}"))
-        samples, rate = read_wav(done.stdout)
-        resampled = soxr.resample(samples.astype(np.float64) / 32768.0, rate, OUTPUT_RATE, quality="HQ")
-        return wav_bytes(resampled, OUTPUT_RATE)
+        try:
+            return synthesize(text, self.voice, self.speed, self.pitch)
+        except OpError as exc:
+            raise BackendError(exc.problems) from None
 
 
 BACKENDS.register(ESpeak.name, ESpeak)
