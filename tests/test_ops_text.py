@@ -264,3 +264,29 @@ def test_importing_the_ops_imports_no_text_library() -> None:
     done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def _apply(op_name: str, record: Record, value: Value | None, tmp_path: Path, **params: object):
+    op = OPS.get(op_name)
+    ctx = OpContext(record, rng_for(0), ContentStore(tmp_path / "store"))
+    return op.apply(value, op.Params(**params), ctx)
+
+
+def test_text_field_returns_the_field_unchanged_and_names_bad_fields(tmp_path: Path) -> None:
+    record = Record("r", {"question": "Is the cat on the mat?", "meta": {"n": 3}})
+    out = _apply("text.field", record, None, tmp_path, field="question")
+    assert out.value.text == "Is the cat on the mat?" and out.drop is None
+    with pytest.raises(OpError, match="no field 'questoin'") as missing:
+        _apply("text.field", record, None, tmp_path, field="questoin")
+    assert missing.value.problems[0].key == "params.field"
+    with pytest.raises(OpError, match="is not text"):
+        _apply("text.field", record, None, tmp_path, field="meta.n")
+
+
+def test_negation_that_cannot_be_made_fails_or_drops_as_asked(tmp_path: Path) -> None:
+    question = Value("text", text="Is napkin on food?")
+    assert negate_question(question.text) is None
+    with pytest.raises(OpError, match="cannot negate"):
+        _apply("text.negate_question", Record("r", {}), question, tmp_path)
+    dropped = _apply("text.negate_question", Record("r", {}), question, tmp_path, on_fail="drop")
+    assert dropped.drop == "no subject to negate"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from string import Formatter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -74,7 +74,9 @@ QUANTITY_NOUNS = {"group", "pair", "bunch", "couple", "lot", "number", "herd", "
 
 
 class NegateParams(OpParams):
-    pass
+    on_fail: Literal["error", "drop"] = Field(
+        "error", description="a question the rule cannot negate: fail the compile, or drop the "
+                             "variant (counted in the lock under `dropped`)")
 
 
 class NegateQuestion(Op):
@@ -91,6 +93,8 @@ class NegateQuestion(Op):
     def apply(self, value: Value | None, params: NegateParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.text is not None
         negated = negate_question(value.text)
+        if negated is None and params.on_fail == "drop":
+            return OpOutput(value, drop="no subject to negate")
         if negated is None:
             raise OpError(Problem(
                 f"record {ctx.record.id!r}: cannot negate {value.text!r}",

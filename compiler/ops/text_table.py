@@ -1,8 +1,11 @@
-"""Text taken from a source's table of released versions (e.g. MMCBench's corrupted captions)."""
+"""Text taken from the record as released: a field as is (``text.field``), or one of a source's
+table of released versions (MMCBench's corrupted captions)."""
 
 from __future__ import annotations
 
 from typing import Literal
+
+from pydantic import Field
 
 from ..errors import OpError, Problem
 from ..sources.mmcbench_table import MMCBENCH_TEXT_CORRUPTIONS
@@ -36,3 +39,33 @@ class ReleasedText(Op):
 
 
 OPS.register(ReleasedText.name, ReleasedText())
+
+
+class FieldParams(OpParams):
+    field: str = Field(description="dotted record field holding the text, e.g. question")
+
+
+class FieldText(Op):
+    """A record field as text, unchanged: the unperturbed item of a group, or an op's input."""
+
+    name = "text.field"
+    version = "1.0.0"
+    Params = FieldParams
+    input_kind = None
+    output_kind = "text"
+    default_input = "record"
+
+    def apply(self, value: Value | None, params: FieldParams, ctx: OpContext) -> OpOutput:
+        try:
+            text = ctx.record.get(params.field)
+        except KeyError:
+            raise OpError(Problem(f"record {ctx.record.id!r} has no field {params.field!r}",
+                                  key="params.field",
+                                  hint=f"its fields: {', '.join(sorted(ctx.record.fields))}")) from None
+        if not isinstance(text, str):
+            raise OpError(Problem(f"record {ctx.record.id!r}: field {params.field!r} is not text "
+                                  f"({type(text).__name__})", key="params.field"))
+        return OpOutput(Value("text", text=text))
+
+
+OPS.register(FieldText.name, FieldText())
