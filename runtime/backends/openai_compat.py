@@ -1,0 +1,586 @@
+"""Any OpenAI-compatible chat server: OpenAI, Gemini's compatible endpoint, vLLM, SGLang, Ollama.
+
+``openai:MODEL[,option=value,...]`` sends each request to ``POST {base_url}/chat/completions``::
+
+    export OPENAI_API_KEY=...
+    benchc run out/m -o out/r --model openai:gpt-4o-mini,concurrency=8,rate=500/min
+    benchc run out/m -o out/r --model openai:Qwen/Qwen2-VL-7B-Instruct,base_url=http://localhost:8000/v1,api_key_env=none
+    benchc run out/m -o out/r --model openai:gemini-2.0-flash,base_url=https://generativelanguage.googleapis.com/v1beta/openai,api_key_env=GEMINI_API_KEY
+
+Options (all optional; MODEL, the target, is required):
+
+==================  ==========================  ===============================================
+option              default                     meaning
+==================  ==========================  ===============================================
+base_url            https://api.openai.com/v1   the server's OpenAI API root (``.../v1``);
+                                                no user:password@ and no ?query (put secrets in
+                                                the key's environment variable)
+api_key_env         OPENAI_API_KEY              NAME of the environment variable holding the
+                                                key (upper-case, never the key itself: a value
+                                                that is not such a name is refused unechoed);
+                                                ``none`` for a local server without keys
+concurrency         8                           requests in flight at once
+rate                unlimited                   client-side limit on request starts:
+                                                ``N/s`` or ``N/min`` (``N`` may be fractional);
+                                                retries count too
+timeout             120                         seconds to wait for one answer
+max_retries         6                           retries of one request after the first try
+batch_size          4 x concurrency             requests per executor batch (the unit that is
+                                                committed to the store; a kill loses at most one)
+send_seed           true                        send a per-request ``seed`` (``false`` for a
+                                                server that refuses the parameter)
+max_tokens_field    max_tokens                  ``max_completion_tokens`` for OpenAI models that
+                                                refuse ``max_tokens`` (o-series, gpt-5)
+image_detail        (not sent)                  ``low``, ``high`` or ``auto``: OpenAI's image
+                                                ``detail`` (it changes what the model sees)
+check_model         true                        ask ``GET {base_url}/models`` before any request
+                                                (see *Before any request*); ``false`` for a
+                                                server without that endpoint
+==================  ==========================  ===============================================
+
+**Requests.** One chat completion per request: the spec's ``system`` prompt as a system message,
+then one user message: the prompt as a plain string, or, when the item has media, every image as
+an ``image_url`` part holding a base64 data URL (``data:image/png;base64,...``; audio as an
+``input_audio`` part), then the prompt as a text part. Generation settings map to
+``temperature``, ``max_tokens`` (``max_new_tokens``), ``top_p`` (sent only when below 1). The spec's
+``n`` samples arrive as ``n`` requests (sample index 0..n-1); each carries its own ``seed``,
+derived from the request's content, its sample index and ``generation.seed`` (or the request's
+own seed, when a compile-time model step sets one), so the samples
+differ and a rerun asks for the same draws. Whether a server honours seeds, and how
+deterministic its answers are, is the server's business. Answers are stripped of surrounding
+whitespace (as the ``hf`` backend does).
+
+**Fingerprint** (part of every request key): base_url, model, the server's own record of the
+model from ``/models`` (``id``, ``root``, ``parent`` when given: vLLM's ``root`` is the weights
+path, so a redeployed model splits the cache), the generation settings, ``send_seed``,
+``max_tokens_field``, ``image_detail`` and the request format's version. Never the key, nor its
+variable's name, nor concurrency, rate, timeouts or retries (they do not change an answer).
+
+**Before any request** (when the backend is built): a missing key variable fails with one
+``BackendError``; so do malformed options. With ``check_model`` the backend then lists
+``/models``: an unknown model (with suggestions), a refused key (401) or an unreachable server
+fail at once; a server without the endpoint (403/404/405/501) is accepted, with no server record
+in the fingerprint.
+
+**Concurrency, retries, rate.** ``run_batch`` answers its requests from ``concurrency`` worker
+threads over one shared HTTP client (daemon threads, so a Ctrl-C ends the run at once rather
+than after the requests in flight). 429, 408, 409, 5xx, timeouts and dropped
+connections are retried up to ``max_retries`` times with exponential backoff (1 s, 2 s, 4 s, ...
+capped at 60 s, each halved and topped up with jitter from a seeded RNG). A ``Retry-After`` (or
+``retry-after-ms``) header is honoured exactly (capped at 300 s) and pauses every thread, not only
+the one that got it. The ``rate`` limiter spaces request starts at least ``1/rate`` apart (no
+bursts). Other statuses fail at once (400: a parameter or input the server refuses; 401/403: the
+key; 404: the model or base_url), as does a malformed answer (a body that is not JSON, no
+``choices``, no ``message``). One failed request fails its batch: the batches before it are in
+the store, and a rerun resumes.
+
+**Empty answers.** A choice with ``finish_reason = "content_filter"``, a ``refusal`` or no text is
+recorded as an empty answer (``""``), not an error: refusing is the model's behaviour under test,
+and a consistency metric should see it. Each one is logged as a WARNING naming the request and
+the reason (the response store has no field for such a flag).
+
+**The key** is read from the environment when the backend is built and only ever placed in the
+``Authorization`` header. It is not in the fingerprint, the store, the run folder or any message:
+every message built from a server's reply or an HTTP error passes through a filter that blanks
+the key, in case a server echoes it back.
+
+Built on the official ``openai`` package (``OpenAI`` client, ``with_raw_response``), wrapped
+narrowly: the package builds the HTTP requests (URL, headers, timeouts, connection pool) and
+classifies failures; its own retries are off (``max_retries=0``) so that backoff, Retry-After,
+jitter and the rate limit are this module's, one policy for every server and testable with an
+injected clock; answers are parsed from the raw JSON here, so a malformed reply is a clear error
+rather than a half-validated object. Note that the package also reads ``OPENAI_ORG_ID``,
+``OPENAI_PROJECT_ID`` and ``OPENAI_CUSTOM_HEADERS`` from the environment and sends them as headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from benchc.compiler.canonical import digest
+from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.registry import did_you_mean
+
+from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+
+log = logging.getLogger(__name__)
+
+REQUEST_FORMAT = 1
+"""Version of how a request becomes a payload: bump it when that changes (it splits the cache)."""
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BACKOFF_BASE = 1.0
+BACKOFF_MAX = 60.0
+RETRY_AFTER_MAX = 300.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+NO_MODELS_ENDPOINT = frozenset({403, 404, 405, 501})
+NO_KEY = "none"
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+
+
+def request_seed(request: Request, base: int | None) -> int:
+    """A per-request seed from the request's content and sample index (31 bits: every server
+    accepts it); a request's own seed (a compile-time model step's variant) replaces the base."""
+    own = getattr(request, "seed", None)
+    content = {"kind": "openai-sample-seed", "seed": own if own is not None else (base or 0),
+               "prompt": request.prompt,
+               "system": request.system, "media": [list(m) for m in request.media], "sample": request.sample}
+    return int(digest(content)[:8], 16) & 0x7FFFFFFF
+
+
+def parse_rate(text: str) -> float:
+    """``"10/s"`` or ``"600/min"`` -> requests per second; ValueError otherwise."""
+    count, sep, unit = text.partition("/")
+    seconds = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0}.get(unit.strip())
+    value = float(count)
+    if not sep or seconds is None or not math.isfinite(value) or value <= 0:
+        raise ValueError(text)
+    return value / seconds
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), if any."""
+    if headers is None:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+class RateLimiter:
+    """Spaces request starts at least ``1/per_second`` apart, across threads, and holds every
+    thread during a server-requested pause. ``reserve`` books the next start and returns how long
+    its caller must wait; the caller does the waiting (so a stop can interrupt it)."""
+
+    def __init__(self, per_second: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = 1.0 / per_second if per_second else 0.0
+        self.clock = clock
+        self.reserved = 0
+        self._next = -math.inf
+        self._paused_until = -math.inf
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        with self._lock:
+            now = self.clock()
+            start = max(now, self._next, self._paused_until)
+            self._next = start + self.interval
+            self.reserved += 1
+            return start - now
+
+    def pause(self, seconds: float) -> None:
+        with self._lock:
+            self._paused_until = max(self._paused_until, self.clock() + seconds)
+
+
+class _Cancelled(Exception):
+    """The batch failed or was interrupted elsewhere: stop without sending more."""
+
+
+class _Refused(Exception):
+    """An HTTP status that retrying cannot fix."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(status)
+        self.status = status
+        self.detail = detail
+
+
+def _describe(request: Request) -> str:
+    """Names a request in messages: its item when the request carries one, its key, sample and
+    the start of its prompt."""
+    item = getattr(request, "item_id", None)
+    prompt = request.prompt if len(request.prompt) <= 40 else request.prompt[:37] + "..."
+    head = f"item {item!r}, " if item else ""
+    return f"request {head}key {request.key[:12]}, sample {request.sample} (prompt {prompt!r})"
+
+
+def _mime(kind: str, data: bytes) -> str | None:
+    if kind == "image":
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return "image/png"
+        if data.startswith(b"\xff\xd8\xff"):
+            return "image/jpeg"
+        if data.startswith((b"GIF87a", b"GIF89a")):
+            return "image/gif"
+        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            return "image/webp"
+    if kind == "audio":
+        if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+            return "wav"
+        if data.startswith(b"ID3") or data[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
+            return "mp3"
+    return None
+
+
+class OpenAICompat(Backend):
+    name = "openai"
+    tasks = frozenset({"generate"})
+    OPTIONS: ClassVar[set[str]] = {"base_url", "api_key_env", "concurrency", "rate", "timeout", "max_retries",
+                                   "batch_size", "send_seed", "max_tokens_field", "image_detail", "check_model"}
+
+    def __init__(self, spec: BackendSpec, generation: Any) -> None:
+        super().__init__(spec, generation)
+        self.check_options(self.OPTIONS)
+        if not spec.target:
+            raise BackendError(Problem("openai: no model given",
+                                       hint="openai:MODEL[,base_url=...,api_key_env=...], e.g. openai:gpt-4o-mini"))
+        self.model = spec.target
+        self.base_url = self._base_url(self.option("base_url", DEFAULT_BASE_URL))
+        self.concurrency = self.int_option("concurrency", 8, minimum=1)
+        self.batch_size = self.int_option("batch_size", 4 * self.concurrency, minimum=1)
+        self.max_retries = self.int_option("max_retries", 6, minimum=0)
+        self.timeout = self._float_option("timeout", 120.0)
+        self.send_seed = self.choice_option("send_seed", "true", ("true", "false")) == "true"
+        self.max_tokens_field = self.choice_option("max_tokens_field", "max_tokens",
+                                                   ("max_tokens", "max_completion_tokens"))
+        self.image_detail = self.options.get("image_detail")
+        if self.image_detail is not None:
+            self.choice_option("image_detail", self.image_detail, ("auto", "low", "high"))
+        check_model = self.choice_option("check_model", "true", ("true", "false")) == "true"
+        rate = self.options.get("rate")
+        try:
+            per_second = parse_rate(rate) if rate is not None else None
+        except ValueError:
+            raise self.bad_option("rate", rate or "", "N/s or N/min with N > 0, e.g. rate=10/s") from None
+        self.limiter = RateLimiter(per_second)
+        # Test seams: how retries wait (interruptible by the batch's stop event) and the jitter RNG.
+        self.sleep: Callable[[float, threading.Event], None] = _interruptible_sleep
+        self._rng = random.Random(0)
+        self._rng_lock = threading.Lock()
+        self._key = self._read_key()  # before any request
+        self._client = self._make_client()
+        self.served = self._served_model() if check_model else None
+
+    # -- options -------------------------------------------------------------------------------
+
+    def _float_option(self, name: str, default: float) -> float:
+        text = self.options.get(name)
+        if text is None:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:
+            raise self.bad_option(name, text, "a number of seconds > 0")
+        return value
+
+    def _base_url(self, text: str) -> str:
+        parts = urlsplit(text)
+        if parts.username or parts.password or parts.query or parts.fragment:  # not echoed: it may hold a secret
+            raise BackendError(Problem("openai: base_url must not hold credentials, a query or a fragment",
+                                       hint="scheme://host[:port]/path; put the key in the variable "
+                                            "named by api_key_env"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise self.bad_option("base_url", text, "an http:// or https:// URL such as http://localhost:8000/v1")
+        return text.rstrip("/")
+
+    def _read_key(self) -> str | None:
+        variable = self.option("api_key_env", "OPENAI_API_KEY")
+        if variable.lower() == NO_KEY:
+            return None
+        if not ENV_NAME.fullmatch(variable):  # most likely the key itself, pasted: never echo it
+            raise BackendError(Problem("openai: api_key_env must name an environment variable (upper-case "
+                                       "letters, digits and _), not hold the key itself",
+                                       hint="export MY_KEY=... and pass api_key_env=MY_KEY"))
+        key = os.environ.get(variable, "").strip()
+        if not key:
+            raise BackendError(Problem(f"openai: the environment variable {variable} (api_key_env) is not set "
+                                       "or empty, so there is no API key to send",
+                                       hint=f"export {variable}=... before the run, name another variable with "
+                                            "api_key_env=NAME, or api_key_env=none for a server without keys"))
+        return key
+
+    def _make_client(self) -> Any:
+        try:
+            import openai
+        except ImportError as exc:
+            raise BackendError(Problem(f"the openai backend needs the openai package: {exc}",
+                                       hint="pip install openai (it is in requirements.lock)")) from None
+        self._openai = openai
+        # max_retries=0: retries are this module's (see the module docstring). A server without
+        # keys still gets a placeholder bearer token (vLLM's and Ollama's convention).
+        return openai.OpenAI(api_key=self._key or "no-key", base_url=self.base_url, max_retries=0,
+                             timeout=self.timeout)
+
+    # -- the identity of the answers -----------------------------------------------------------
+
+    def fingerprint(self) -> dict[str, Any]:
+        g = self.generation
+        return {"backend": self.name, "api": "chat.completions", "format": REQUEST_FORMAT,
+                "base_url": self.base_url, "model": self.model, "served_model": self.served,
+                "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature,
+                               "top_p": g.top_p, "seed": g.seed},
+                "send_seed": self.send_seed, "max_tokens_field": self.max_tokens_field,
+                "image_detail": self.image_detail}
+
+    def _served_model(self) -> dict[str, Any] | None:
+        """The server's record of the model (stable fields only: ``created`` is the start time
+        of a vLLM server), or None when the server has no ``/models``."""
+        what = f"GET {self.base_url}/models"
+        try:
+            raw = self._with_retries(what, self._client.models.with_raw_response.list, threading.Event())
+        except _Refused as refused:
+            if refused.status in NO_MODELS_ENDPOINT:
+                return None
+            raise self._refused_error(what, refused) from None
+        try:
+            entries = json.loads(raw.text)["data"]
+            models = {e["id"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+        except (ValueError, KeyError, TypeError):
+            raise self._error(f"openai: {what} did not answer with a model list",
+                              "use check_model=false for a server whose /models is not OpenAI's") from None
+        entry = models.get(self.model) or models.get(f"models/{self.model}")  # Gemini lists "models/NAME"
+        if entry is None:
+            names = sorted(models)
+            suggestion = did_you_mean(self.model, names)
+            shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+            raise self._error(f"openai: the server at {self.base_url} does not serve model {self.model!r}"
+                              + (f"; {suggestion}" if suggestion else ""),
+                              f"it serves: {shown or 'nothing'} (check_model=false skips this check)")
+        return {k: entry[k] for k in ("id", "root", "parent") if isinstance(entry.get(k), str)}
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+        """Answers ``requests`` from ``concurrency`` threads, in order. The first failure stops
+        the batch: threads waiting to retry wake up and leave, and no further request starts."""
+        parts: dict[tuple[str, str], dict[str, Any]] = {}  # the samples of an item share its media
+        payloads = [self.payload(r, load_media, parts) for r in requests]  # media read here, in one thread
+        answers: list[Response | None] = [None] * len(requests)
+        failures: list[BaseException] = []
+        stop = threading.Event()
+        queue = iter(range(len(requests)))
+        lock = threading.Lock()
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    index = next(queue, None)
+                if index is None:
+                    return
+                try:
+                    answers[index] = self._complete(requests[index], payloads[index], stop)
+                except _Cancelled:
+                    return
+                except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
+                    with lock:
+                        failures.append(exc)
+                    stop.set()
+                    return
+
+        # Daemon threads: after a Ctrl-C the process exits without waiting out the requests in
+        # flight (up to `timeout` each); nothing they hold needs saving.
+        threads = [threading.Thread(target=work, name=f"benchc-openai-{i}", daemon=True)
+                   for i in range(min(self.concurrency, len(requests)))]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)  # short waits: a Ctrl-C that lands on a worker is seen here
+        except BaseException:
+            stop.set()
+            raise
+        if failures:
+            raise failures[0]
+        assert all(a is not None for a in answers)
+        return answers  # type: ignore[return-value]
+
+    def payload(self, request: Request, load_media: MediaLoader,
+                parts: dict[tuple[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The chat completion request's body (``parts`` caches encoded media by hash)."""
+        g = self.generation
+        parts = {} if parts is None else parts
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        if request.media:
+            for kind, sha in request.media:
+                if (kind, sha) not in parts:
+                    parts[kind, sha] = self._media_part(request, kind, sha, load_media(kind, sha))
+            media = [parts[m] for m in request.media]
+            messages.append({"role": "user", "content": [*media, {"type": "text", "text": request.prompt}]})
+        else:
+            messages.append({"role": "user", "content": request.prompt})
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": g.temperature,
+                                self.max_tokens_field: g.max_new_tokens}
+        if g.top_p < 1.0:
+            body["top_p"] = g.top_p
+        if self.send_seed:
+            body["seed"] = request_seed(request, g.seed)
+        return body
+
+    def _media_part(self, request: Request, kind: str, sha: str, data: bytes) -> dict[str, Any]:
+        mime = _mime(kind, data)
+        if mime is None:
+            raise BackendError(Problem(f"openai: {_describe(request)}: {kind} {sha[:12]} is in a format this "
+                                       "backend cannot send", hint="images: PNG, JPEG, GIF or WebP; audio: WAV or MP3"))
+        encoded = base64.b64encode(data).decode("ascii")
+        if kind == "audio":
+            return {"type": "input_audio", "input_audio": {"data": encoded, "format": mime}}
+        image: dict[str, Any] = {"url": f"data:{mime};base64,{encoded}"}
+        if self.image_detail:
+            image["detail"] = self.image_detail
+        return {"type": "image_url", "image_url": image}
+
+    def _complete(self, request: Request, payload: dict[str, Any], stop: threading.Event) -> Response:
+        what = _describe(request)
+        try:
+            raw = self._with_retries(what, lambda: self._client.chat.completions.with_raw_response.create(**payload),
+                                     stop)
+            return self._answer(what, raw.text)
+        except _Refused as refused:
+            raise self._refused_error(what, refused) from None
+
+    def _with_retries(self, what: str, send: Callable[[], Any], stop: threading.Event) -> Any:
+        """``send()`` until it answers 2xx; returns the raw ``httpx`` response. Raises _Refused for
+        a status that retrying cannot fix and BackendError once the retries are spent."""
+        openai = self._openai
+        for attempt in range(self.max_retries + 1):
+            if stop.is_set():
+                raise _Cancelled()
+            hold = self.limiter.reserve()
+            if hold > 0:
+                self.sleep(hold, stop)
+            pause = None
+            try:
+                return send().http_response
+            except openai.APIStatusError as exc:
+                detail = self._detail(exc)
+                if exc.status_code not in RETRY_STATUSES and exc.status_code < 500:
+                    raise _Refused(exc.status_code, detail) from None
+                failure = f"HTTP {exc.status_code}{': ' + detail if detail else ''}"
+                pause = retry_after(getattr(exc.response, "headers", None))
+            except openai.APITimeoutError:
+                failure = f"no answer within {self.timeout:g} s (timeout)"
+            except openai.APIConnectionError as exc:
+                cause = type(exc.__cause__).__name__ if exc.__cause__ else "no detail"
+                failure = f"connection failed ({cause})"
+            except openai.APIError as exc:  # anything else the package raises: not retried
+                raise self._error(f"openai: {what}: {type(exc).__name__}: {exc}",
+                                  "the server's reply is not an OpenAI chat completion") from None
+            if attempt == self.max_retries:
+                raise self._error(f"openai: {what}: no answer after {attempt + 1} attempt(s); last: {failure}",
+                                  f"is the server at {self.base_url} up? Raise timeout= or max_retries=, or "
+                                  "lower concurrency= / rate= if it is overloaded")
+            if pause is not None:  # every thread holds off, not only this one: the limiter waits
+                delay = min(pause, RETRY_AFTER_MAX)
+                self.limiter.pause(delay)
+            else:
+                delay = self._backoff(attempt)
+            log.info("openai: %s: %s; retry %d of %d in %.2f s", what, self._redact(failure), attempt + 1,
+                     self.max_retries, delay)
+            if pause is None:
+                self.sleep(delay, stop)
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff, capped, with "equal jitter": half fixed, half drawn."""
+        ceiling = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt)
+        with self._rng_lock:
+            return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _answer(self, what: str, text: str) -> Response:
+        """The first choice's text; a malformed body is a BackendError naming the request."""
+        try:
+            body = json.loads(text)
+        except ValueError:
+            text = self._redact(text)  # before cutting, so that no piece of the key survives
+            excerpt = text[:80] + ("..." if len(text) > 80 else "")
+            raise self._error(f"openai: {what}: the server's answer is not JSON: {excerpt!r}",
+                              "is base_url the server's OpenAI API root (ending in /v1)?") from None
+        if not isinstance(body, dict):
+            raise self._error(f"openai: {what}: the server's answer is not a JSON object", None)
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices:
+            error = body.get("error")
+            reason = (f"it reports an error: {error.get('message') if isinstance(error, dict) else error}"
+                      if error else "it has no choices")
+            raise self._error(f"openai: {what}: the server's answer is malformed: {reason}", None)
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise self._error(f"openai: {what}: the server's answer is malformed: its choice has no message", None)
+        content = message.get("content")
+        if isinstance(content, list):  # some servers answer with content parts
+            answer = "".join(p.get("text", "") for p in content
+                             if isinstance(p, dict) and isinstance(p.get("text"), str))
+        elif isinstance(content, str) or content is None:
+            answer = content or ""
+        else:
+            raise self._error(f"openai: {what}: the server's answer is malformed: content is "
+                              f"{type(content).__name__}", None)
+        answer = answer.strip()
+        finish = choice.get("finish_reason")
+        refusal = message.get("refusal")
+        reason = ("the server's content filter stopped it (finish_reason 'content_filter')"
+                  if finish == "content_filter" else f"a refusal: {refusal!r}" if refusal
+                  else f"no text (finish_reason {finish!r})" if not answer else None)
+        if reason:
+            log.warning("openai: %s: %s; recorded as an empty answer", what, self._redact(reason))
+            answer = ""
+        return Response("text", text=answer)
+
+    # -- errors without the key ----------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "[API key]") if self._key else text
+
+    def _error(self, message: str, hint: str | None) -> BackendError:
+        return BackendError(Problem(self._redact(message), hint=self._redact(hint) if hint else None))
+
+    def _detail(self, exc: Any) -> str:
+        """The server's own error message, shortened (redacted by the caller's _error)."""
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            message = inner.get("message") if isinstance(inner, dict) else inner
+        else:
+            message = body
+        text = self._redact(" ".join(str(message or "").split()))  # before cutting (see _answer)
+        return text[:300] + ("..." if len(text) > 300 else "")
+
+    def _refused_error(self, what: str, refused: _Refused) -> BackendError:
+        hints = {
+            400: "the server refused the request's parameters or input: if it names seed, try send_seed=false; "
+                 "max_tokens, try max_tokens_field=max_completion_tokens; images, the model may not take them",
+            401: f"the server refused the API key: check the variable named by api_key_env "
+                 f"({self.option('api_key_env', 'OPENAI_API_KEY')})",
+            403: "the key may not use this model or endpoint",
+            404: f"no such model or endpoint: check the model name and base_url ({self.base_url})",
+        }
+        detail = f": {refused.detail}" if refused.detail else ""
+        return self._error(f"openai: {what}: HTTP {refused.status}{detail}",
+                           hints.get(refused.status, "the server refused the request; retrying would not help"))
+
+
+def _interruptible_sleep(seconds: float, stop: threading.Event) -> None:
+    if stop.wait(seconds):
+        raise _Cancelled()
+
+
+BACKENDS.register(OpenAICompat.name, OpenAICompat)

@@ -1,0 +1,564 @@
+"""The ``openai`` backend against a local imitation of an OpenAI-compatible server.
+
+The server (http.server in a thread, on 127.0.0.1) answers ``/v1/models`` and
+``/v1/chat/completions``, records every request, and can be scripted to answer 429/500, stall,
+drop the connection or send malformed JSON. Retries never really sleep: the backend's ``sleep``
+is replaced by a recorder, and the rate limiter is checked on its own schedule with a frozen
+clock, so no assertion depends on wall-clock timing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import secrets
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from benchc.compiler.errors import BackendError
+from benchc.compiler.spec.models import Generation
+from benchc.runtime.backends import Request, make_backend
+from benchc.runtime.backends.openai_compat import RateLimiter, parse_rate, request_seed, retry_after
+from conftest import cli
+from specfiles import TABLE, write_mini
+
+KEY_ENV = "BENCHC_TEST_OPENAI_KEY"
+KEY = "sk-test-" + secrets.token_hex(16)
+MODEL = "test-model"
+
+
+# -- the imitation server -----------------------------------------------------------------------
+
+
+class FakeServer:
+    """Scripted answers: ``plan`` is consumed one action per chat request, then ``default``."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.plan: list[tuple] = []
+        self.models_action: tuple | None = None
+        self.cond = threading.Condition()
+        self.in_flight = self.max_in_flight = self.arrived = 0
+        self.gate: tuple[int, int] | None = None  # (hold until this many in flight, or all of this many arrived)
+        self.release = threading.Event()  # ends stalls at teardown
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.fake = self
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def chats(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def next_action(self) -> tuple:
+        with self.cond:
+            return self.plan.pop(0) if self.plan else ("echo",)
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    fake: FakeServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # a client that gave up
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except OSError:
+            pass
+
+    def _record(self, payload: Any) -> None:
+        fake = self.server.fake
+        with fake.cond:
+            fake.requests.append({"path": self.path, "payload": payload, "auth": self.headers.get("Authorization")})
+
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        self._record(None)
+        if fake.models_action is not None:
+            _, status, body = fake.models_action
+            return self._send(status, json.dumps(body).encode())
+        # `created` changes on every call, as vLLM's does: it must not reach the fingerprint.
+        models = [{"id": MODEL, "object": "model", "root": "/weights/test-model", "owned_by": "vllm",
+                   "created": len(fake.requests)},
+                  {"id": "other-model", "object": "model"}]
+        self._send(200, json.dumps({"object": "list", "data": models}).encode())
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self._record(payload)
+        with fake.cond:
+            fake.in_flight += 1
+            fake.arrived += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            fake.cond.notify_all()
+            if fake.gate:
+                width, total = fake.gate
+                fake.cond.wait_for(lambda: fake.in_flight >= width or fake.arrived >= total, timeout=5)
+            # Leave before answering: a client thread sends its next request only after this answer.
+            fake.in_flight -= 1
+        action = fake.next_action()
+        kind = action[0]
+        if kind == "drop":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if kind == "stall":
+            fake.release.wait(action[1])
+            kind = "echo"
+        if kind == "status":
+            _, status, body, headers = action
+            return self._send(status, body if isinstance(body, bytes) else json.dumps(body).encode(), headers)
+        if kind == "raw":
+            return self._send(200, action[1])
+        message = action[1] if kind == "message" else {"role": "assistant", "content": f"  {_echo(payload)}\n"}
+        finish = action[2] if kind == "message" else "stop"
+        body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "test-model-2026-01",
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}]}
+        self._send(200, json.dumps(body).encode())
+
+
+def _echo(payload: dict[str, Any]) -> str:
+    content = payload["messages"][-1]["content"]
+    if isinstance(content, str):
+        return f"echo {content}"
+    texts = [p["text"] for p in content if p["type"] == "text"]
+    images = sum(p["type"] == "image_url" for p in content)
+    return f"echo {' '.join(texts)} [{images} image(s)]"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+def backend(server: FakeServer, options: str = "", generation: Generation | None = None) -> Any:
+    spec = f"openai:{MODEL},base_url={server.url},api_key_env={KEY_ENV}" + (f",{options}" if options else "")
+    built = make_backend(spec, generation or Generation(), "generate")
+    # A fake clock: waits are recorded and move the limiter's clock instead of sleeping.
+    now = [0.0]
+    interval = built.limiter.interval
+    built.limiter = RateLimiter(1 / interval if interval else None, clock=lambda: now[0])
+    built.delays = []
+
+    def sleep(seconds: float, stop: threading.Event) -> None:
+        built.delays.append(round(seconds, 6))
+        now[0] += seconds
+
+    built.sleep = sleep
+    return built
+
+
+def no_media(kind: str, sha: str) -> bytes:
+    raise AssertionError("no media expected")
+
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==")
+
+
+def requests(n: int, prompt: str = "hello") -> list[Request]:
+    return [Request(f"{i:064x}", "generate", f"{prompt} {i}") for i in range(n)]
+
+
+# -- requests and answers -----------------------------------------------------------------------
+
+
+def test_answers_and_payloads(server: FakeServer, key_env: None) -> None:
+    generation = Generation(temperature=0.7, max_new_tokens=17, top_p=0.9, seed=5)
+    oa = backend(server, generation=generation)
+    text_only = Request("a" * 64, "generate", "What is shown?", system="Be brief.")
+    with_image = Request("b" * 64, "generate", "Describe it.", media=(("image", "c" * 64),), sample=0)
+    second_sample = Request("d" * 64, "generate", "Describe it.", media=(("image", "c" * 64),), sample=1)
+    loads: list[tuple[str, str]] = []
+
+    def load(kind: str, sha: str) -> bytes:
+        loads.append((kind, sha))
+        return PNG
+
+    answers = oa.run_batch([text_only, with_image, second_sample], load)
+    assert [a.text for a in answers] == ["echo What is shown?", "echo Describe it. [1 image(s)]",
+                                         "echo Describe it. [1 image(s)]"]
+    assert all(a.kind == "text" for a in answers)
+    assert loads == [("image", "c" * 64)]  # read once for both samples
+    chats = server.chats()
+    assert len(chats) == 3
+    first = next(r["payload"] for r in chats if r["payload"]["messages"][0]["role"] == "system")
+    assert first["messages"] == [{"role": "system", "content": "Be brief."},
+                                 {"role": "user", "content": "What is shown?"}]
+    assert first["model"] == MODEL and first["temperature"] == 0.7 and first["max_tokens"] == 17
+    assert first["top_p"] == 0.9 and first["seed"] == request_seed(text_only, 5)
+    images = [r["payload"] for r in chats if isinstance(r["payload"]["messages"][-1]["content"], list)]
+    for payload in images:
+        image, text = payload["messages"][-1]["content"]
+        assert image["type"] == "image_url" and text == {"type": "text", "text": "Describe it."}
+        prefix = "data:image/png;base64,"
+        assert image["image_url"]["url"].startswith(prefix)
+        assert base64.b64decode(image["image_url"]["url"][len(prefix):]) == PNG
+        assert "detail" not in image["image_url"]
+    # n samples are separate requests with their own (deterministic) seeds
+    assert {p["seed"] for p in images} == {request_seed(with_image, 5), request_seed(second_sample, 5)}
+    assert request_seed(with_image, 5) != request_seed(second_sample, 5)
+    assert all(r["auth"] == f"Bearer {KEY}" for r in server.requests)
+
+
+def test_a_requests_own_seed_replaces_the_base() -> None:
+    plain = Request("k" * 64, "generate", "x")
+    assert request_seed(plain, 1) != request_seed(plain, 2) and request_seed(plain, None) == request_seed(plain, 0)
+    if "seed" in Request.__dataclass_fields__:  # compile-time model steps give requests their own seed
+        own = Request("k" * 64, "generate", "x", seed=9)
+        assert request_seed(own, 1) == request_seed(own, 2) == request_seed(plain, 9)
+    assert all(0 <= request_seed(Request("k", "generate", str(i)), 0) < 2 ** 31 for i in range(50))
+
+
+def test_payload_options(server: FakeServer, key_env: None) -> None:
+    oa = backend(server, "send_seed=false,max_tokens_field=max_completion_tokens,image_detail=low")
+    oa.run_batch([Request("k" * 64, "generate", "x", media=(("image", "s" * 64),))], lambda kind, sha: PNG)
+    [payload] = [r["payload"] for r in server.chats()]
+    assert "seed" not in payload and "max_tokens" not in payload and "top_p" not in payload
+    assert payload["max_completion_tokens"] == 64 and payload["temperature"] == 0.0
+    assert payload["messages"][-1]["content"][0]["image_url"]["detail"] == "low"
+
+
+def test_fingerprint_holds_the_served_model_and_settings_never_the_key(server: FakeServer, key_env: None) -> None:
+    oa = backend(server)
+    fp = oa.fingerprint()
+    assert fp["base_url"] == server.url and fp["model"] == MODEL
+    assert fp["served_model"] == {"id": MODEL, "root": "/weights/test-model"}
+    assert fp["generation"]["temperature"] == 0.0 and fp["generation"]["max_new_tokens"] == 64
+    assert KEY not in json.dumps(fp) and KEY_ENV not in json.dumps(fp)
+    assert backend(server).fingerprint() == fp  # `created` moved; the fingerprint did not
+    assert backend(server, "concurrency=2,rate=5/s,timeout=3,max_retries=1").fingerprint() == fp
+    assert backend(server, generation=Generation(temperature=0.5)).fingerprint() != fp
+    assert backend(server, "send_seed=false").fingerprint() != fp
+    assert backend(server, "check_model=false").fingerprint()["served_model"] is None
+
+
+def test_empty_filtered_and_refused_answers_are_recorded_empty(server: FakeServer, key_env: None,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    server.plan = [("message", {"role": "assistant", "content": None}, "content_filter"),
+                   ("message", {"role": "assistant", "content": None, "refusal": "I can't."}, "stop"),
+                   ("message", {"role": "assistant", "content": "   "}, "stop"),
+                   ("message", {"role": "assistant", "content": [{"type": "text", "text": "two "},
+                                                                 {"type": "text", "text": "parts"}]}, "length")]
+    oa = backend(server, "concurrency=1")
+    with caplog.at_level(logging.WARNING):
+        answers = oa.run_batch(requests(4), no_media)
+    assert [a.text for a in answers] == ["", "", "", "two parts"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 3
+    assert "content_filter" in warnings[0] and "refusal: \"I can't.\"" in warnings[1] and "no text" in warnings[2]
+    assert all("recorded as an empty answer" in w and "key 000000000000" in w for w in warnings)
+
+
+# -- failing before any request -----------------------------------------------------------------
+
+
+def test_missing_key_fails_before_any_request(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(BackendError) as caught:
+        backend(server)
+    assert len(caught.value.problems) == 1
+    assert KEY_ENV in str(caught.value) and "api_key_env" in str(caught.value)
+    assert server.requests == []
+
+
+def test_keyless_local_server(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    oa = make_backend(f"openai:{MODEL},base_url={server.url},api_key_env=none", Generation(), "generate")
+    assert oa.run_batch(requests(1), no_media)[0].text == "echo hello 0"
+
+
+@pytest.mark.parametrize("options,fragment", [
+    ("", "no model given"),
+    ("openai:m,base_url=ftp://x", "base_url"),
+    ("openai:m,base_url=http://user:pw@localhost/v1", "must not hold credentials"),
+    ("openai:m,rate=fast", "N/s or N/min"),
+    ("openai:m,concurrency=0", "concurrency"),
+    ("openai:m,timeout=-1", "timeout"),
+    ("openai:m,image_detail=huge", "image_detail"),
+    ("openai:m,api_key=sk-oops", "unknown option"),
+    ("openai:m,api_key_env=sk-proj-AbC123", "must name an environment variable"),
+    ("openai:m,base_url=http://localhost/v1?key=s3cret", "must not hold credentials"),
+])
+def test_bad_options_fail_before_any_request(options: str, fragment: str, key_env: None) -> None:
+    with pytest.raises(BackendError, match=fragment) as caught:
+        make_backend(options or "openai", Generation(), "generate")
+    assert "sk-" not in str(caught.value) and "s3cret" not in str(caught.value) and "pw" not in str(caught.value)
+
+
+def test_unknown_model_and_refused_key_fail_at_once(server: FakeServer, key_env: None) -> None:
+    with pytest.raises(BackendError, match="does not serve model 'test-modle'; did you mean 'test-model'"):
+        make_backend(f"openai:test-modle,base_url={server.url},api_key_env={KEY_ENV}", Generation())
+    server.models_action = ("status", 401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    with pytest.raises(BackendError) as caught:
+        backend(server)
+    assert "HTTP 401" in str(caught.value) and KEY_ENV in str(caught.value)
+    assert "Incorrect API key provided" in str(caught.value) and KEY not in str(caught.value)
+    server.models_action = ("status", 404, {"error": "no such endpoint"})
+    assert backend(server).served is None
+    assert server.chats() == []
+
+
+# -- concurrency, retries, timeouts, malformed answers ------------------------------------------
+
+
+def test_concurrency_is_bounded(server: FakeServer, key_env: None) -> None:
+    server.gate = (3, 9)  # hold each request until 3 are in flight (or all 9 have arrived)
+    oa = backend(server, "concurrency=3")
+    answers = oa.run_batch(requests(9), no_media)
+    assert [a.text for a in answers] == [f"echo hello {i}" for i in range(9)]
+    assert server.max_in_flight == 3
+
+
+def test_retries_429_with_retry_after_and_500(server: FakeServer, key_env: None) -> None:
+    server.plan = [("status", 429, {"error": {"message": "slow down"}}, {"Retry-After": "7"}),
+                   ("status", 500, {"error": {"message": "boom"}}, {}),
+                   ("status", 503, b"unavailable", {"retry-after-ms": "250"})]
+    oa = backend(server)
+    [answer] = oa.run_batch(requests(1), no_media)
+    assert answer.text == "echo hello 0" and len(server.chats()) == 4
+    retry_after_wait, backoff, retry_after_ms = oa.delays  # Retry-After waits happen in the limiter
+    assert retry_after_wait == 7.0 and retry_after_ms == 0.25
+    assert 1.0 <= backoff <= 2.0  # second retry: 2 s, half of it jittered
+    assert oa.limiter.reserved == 4  # every attempt passed the rate limiter
+
+
+def test_retries_are_bounded_and_the_error_names_the_request(server: FakeServer, key_env: None) -> None:
+    server.plan = [("status", 502, {"error": {"message": "bad gateway"}}, {})] * 3
+    oa = backend(server, "max_retries=2")
+    with pytest.raises(BackendError, match=r"key 000000000000, sample 0 .*no answer after 3 attempt\(s\); "
+                                           r"last: HTTP 502: bad gateway"):
+        oa.run_batch(requests(1), no_media)
+    assert len(server.chats()) == 3
+
+
+def test_client_errors_are_not_retried(server: FakeServer, key_env: None) -> None:
+    server.plan = [("status", 400, {"error": {"message": "Unrecognized request argument: seed"}}, {})]
+    oa = backend(server)
+    with pytest.raises(BackendError, match="HTTP 400: Unrecognized request argument: seed") as caught:
+        oa.run_batch(requests(1), no_media)
+    assert "send_seed=false" in str(caught.value) and len(server.chats()) == 1 and oa.delays == []
+
+
+def test_a_slow_answer_times_out_and_is_retried(server: FakeServer, key_env: None) -> None:
+    server.plan = [("stall", 5.0)]
+    oa = backend(server, "timeout=0.3")
+    [answer] = oa.run_batch(requests(1), no_media)
+    assert answer.text == "echo hello 0" and len(server.chats()) == 2 and len(oa.delays) == 1
+
+
+def test_a_dropped_connection_is_retried(server: FakeServer, key_env: None) -> None:
+    server.plan = [("drop",)]
+    oa = backend(server)
+    [answer] = oa.run_batch(requests(1), no_media)
+    assert answer.text == "echo hello 0" and len(server.chats()) == 2
+    server.plan = [("drop",)] * 2
+    with pytest.raises(BackendError, match="connection failed"):
+        backend(server, "max_retries=1").run_batch(requests(1), no_media)
+
+
+@pytest.mark.parametrize("body,fragment", [
+    (b'{"choices": [ {"message"', "not JSON"),
+    (b'{"id": "x", "object": "chat.completion"}', "it has no choices"),
+    (b'{"error": {"message": "model crashed"}}', "reports an error: model crashed"),
+    (b'{"choices": [{"index": 0}]}', "its choice has no message"),
+    (b'[1, 2]', "not a JSON object"),
+])
+def test_malformed_answers_fail_clearly(server: FakeServer, key_env: None, body: bytes, fragment: str) -> None:
+    server.plan = [("raw", body)]
+    oa = backend(server)
+    with pytest.raises(BackendError, match=fragment) as caught:
+        oa.run_batch(requests(3, "question"), no_media)
+    assert "sample 0 (prompt 'question " in str(caught.value)  # names the request
+    assert KEY not in str(caught.value)
+
+
+def test_one_failure_stops_the_batch(server: FakeServer, key_env: None) -> None:
+    server.plan = [("status", 401, {"error": {"message": "nope"}}, {})]
+    oa = backend(server, "concurrency=1")
+    with pytest.raises(BackendError, match="HTTP 401"):
+        oa.run_batch(requests(20), no_media)
+    assert len(server.chats()) == 1  # queued requests never started
+
+
+# -- the rate limiter ---------------------------------------------------------------------------
+
+
+def test_rate_parsing() -> None:
+    assert parse_rate("5/s") == 5.0 and parse_rate("120/min") == 2.0 and parse_rate("0.5/s") == 0.5
+    for bad in ("5", "5/h", "0/s", "-1/min", "x/s", "nan/s"):
+        with pytest.raises(ValueError):
+            parse_rate(bad)
+
+
+def test_retry_after_headers() -> None:
+    assert retry_after({"retry-after": "3"}) == 3.0
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # a date in the past
+    assert retry_after({"retry-after": "soon"}) is None and retry_after({}) is None
+
+
+def test_rate_limiter_schedule_with_a_fake_clock() -> None:
+    now = [0.0]
+    limiter = RateLimiter(2.0, clock=lambda: now[0])
+    assert [limiter.reserve() for _ in range(4)] == [0.0, 0.5, 1.0, 1.5]
+    now[0] = 10.0
+    assert limiter.reserve() == 0.0  # an idle spell earns no burst
+    assert limiter.reserve() == 0.5
+    limiter.pause(3.0)  # a Retry-After holds everyone
+    assert limiter.reserve() == 3.0 and limiter.reserve() == 3.5
+    unlimited = RateLimiter(None, clock=lambda: now[0])
+    assert [unlimited.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
+
+
+def test_the_backend_spaces_its_requests(server: FakeServer, key_env: None) -> None:
+    oa = backend(server, "rate=120/min,concurrency=4")
+    assert oa.limiter.interval == 0.5
+    oa.limiter = RateLimiter(2.0, clock=lambda: 0.0)  # frozen: each start waits behind those before it
+    answers = oa.run_batch(requests(6), no_media)
+    assert len(answers) == 6 and len(server.chats()) == 6
+    assert sorted(oa.delays) == [0.5, 1.0, 1.5, 2.0, 2.5]
+
+
+# -- the key never leaks ------------------------------------------------------------------------
+
+
+OPENAI_SPEC = """\
+[benchmark]
+name = "test/openai"
+version = "1.0.0"
+seed = 0
+
+[source]
+loader = "mmcbench.text_table"
+
+[[source.tables]]
+path = "data/{table}"
+severity = "heavy"
+selection = "hard"
+
+[sample]
+n = 1
+
+[[node]]
+id = "text"
+op = "mmcbench.released_text"
+input = "record"
+params.corruption = {{ grid = ["clean", "leet_letters"] }}
+
+[prompt]
+system = "Answer briefly."
+template = "Repeat: {{{{ text }}}}"
+
+[generation]
+max_new_tokens = 16
+temperature = 0.5
+n = 2
+seed = 7
+
+[[stage]]
+id = "answer"
+task = "generate"
+backend = "model"
+"""
+
+
+def test_the_key_is_in_no_file_log_or_message(tmp_path: Path, server: FakeServer,
+                                              caplog: pytest.LogCaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = write_mini(tmp_path, text=OPENAI_SPEC.format(table=TABLE))
+    outputs: list[str] = []
+    env = {KEY_ENV: KEY, "OPENAI_LOG": "debug"}  # the openai package logs its requests to stderr
+
+    def run(name: str, options: str = "") -> Any:
+        model = f"openai:{MODEL},base_url={server.url},api_key_env={KEY_ENV},concurrency=2{options}"
+        done = cli("run", tmp_path / "m", "-o", tmp_path / name, "--cache", tmp_path / "c",
+                   "--store", tmp_path / f"store-{name}", "--model", model, env=env)
+        outputs.extend([done.stdout, done.stderr])
+        return done
+
+    outputs.append(cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True).stdout)
+    done = run("ok")
+    assert done.returncode == 0, done.stderr
+    assert "DEBUG" in done.stderr  # the openai package's own request log is among what is searched
+    assert "answer: 4 requests" in done.stdout and "(0 cached, 4 run)" in done.stdout
+    rows = pl.read_parquet(tmp_path / "ok" / "responses.parquet")
+    assert rows.height == 4 and all(t.startswith("echo Repeat: ") for t in rows["text"])
+    assert len({r["payload"]["seed"] for r in server.chats()}) == 4
+    assert all(r["auth"] == f"Bearer {KEY}" for r in server.requests)  # it was sent: the grep means something
+    record = json.loads((tmp_path / "ok" / "run.json").read_text())
+    assert record["backends"]["answer"]["served_model"]["root"] == "/weights/test-model"
+
+    # Servers that echo the key back, in every way a run can fail.
+    echo = f"Incorrect API key provided: {KEY}"
+    server.plan = [("status", 500, {"error": {"message": echo}}, {})]
+    failed = run("server-error", ",max_retries=0")
+    assert failed.returncode == 2 and "HTTP 500: Incorrect API key provided: [API key]" in failed.stderr
+    server.plan = [("raw", f"<html>{'x' * 60} {KEY}</html>".encode())]  # the key straddles the excerpt's end
+    failed = run("malformed", ",max_retries=0")
+    assert failed.returncode == 2 and "not JSON" in failed.stderr
+    server.models_action = ("status", 401, {"error": {"message": echo}})
+    failed = run("refused")
+    assert failed.returncode == 2 and "HTTP 401" in failed.stderr and KEY_ENV in failed.stderr
+    assert all("Traceback" not in text for text in outputs)
+
+    # In-process too, with every logger at DEBUG, through retries and errors.
+    monkeypatch.setenv(KEY_ENV, KEY)
+    server.models_action = None
+    server.plan = [("status", 429, {"error": {"message": echo}}, {"Retry-After": "0"}), ("drop",),
+                   ("status", 403, {"error": {"message": echo}}, {})]
+    errors: list[str] = []
+    with caplog.at_level(logging.DEBUG):
+        oa = backend(server, "concurrency=1")
+        with pytest.raises(BackendError) as caught:
+            oa.run_batch(requests(2), no_media)
+        errors.append(str(caught.value))
+        errors.append(repr(caught.value.problems))
+    assert "HTTP 403" in errors[0]
+    outputs += errors + [caplog.text, json.dumps(oa.fingerprint()), str(oa.spec)]
+
+    pieces = (KEY, KEY[:16], KEY[-16:])  # nor any long piece of it
+    assert not [i for i, text in enumerate(outputs) if any(piece in text for piece in pieces)]
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
+    assert (tmp_path / "store-ok" / "responses.sqlite").is_file()  # the store was among the files read
