@@ -43,6 +43,8 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
         name = stage.backend.partition(":")[0]
         if stage.backend != "model" and name not in BACKENDS:
             problems.add(loaded.unknown(BACKENDS, name, f"stage[{index}].backend"))
+    for problem in _model_step_backend_problems(loaded, resolved):
+        problems.add(problem)
     for index, metric in enumerate(loaded.spec.metric):
         if metric.name in METRIC_SCHEMAS and metric.name not in METRICS:
             problems.add(loaded.problem(f"metric[{index}].name", f"metric {metric.name!r} has no implementation"))
@@ -56,12 +58,45 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
     return resolved
 
 
+def _model_step_backend_problems(loaded: Any, resolved: Resolved | None) -> list[Problem]:
+    """Every backend a model-backed node names (fixed, grid or choice) must be registered and
+    able to generate; checked by name, without loading anything."""
+    from .runtime.backends import BACKENDS
+
+    problems = []
+    for node in resolved.nodes if resolved else []:
+        if not node.op.model_backed:
+            continue
+        key = f"node[{node.index}].params.backend"
+        values = (node.sweep.grid.get("backend") or node.sweep.choice.get("backend")
+                  or [node.sweep.fixed.get("backend")])
+        for value in values:
+            name = str(value).partition(":")[0].strip()
+            if name not in BACKENDS:
+                problems.append(loaded.unknown(BACKENDS, name, key))
+            elif "generate" not in BACKENDS.get(name).tasks:
+                problems.append(loaded.problem(key, f"backend {name!r} cannot generate text",
+                                               hint="model steps need a generating backend, e.g. hf:models/llm"))
+    return problems
+
+
 def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
             data_roots: list[Path] | None = None, workers: int = 1, overrides: list[str] | None = None,
-            use_memo: bool = True) -> CompileResult:
+            use_memo: bool = True, store_dir: Path | str = DEFAULT_STORE, progress: bool = True) -> CompileResult:
+    """Compile a spec. Model-backed nodes are answered through the runtime (its backends, and
+    the response store ``store_dir``, which a recompile or a resumed compile reads first)."""
+    from dataclasses import replace
+
+    from .runtime.model_client import RuntimeModelClient
+
+    client = RuntimeModelClient(Path(cache_dir), Path(store_dir), progress=progress)
     options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
-                             overrides=list(overrides or []), use_memo=use_memo)
-    return compile_spec(spec_path, out_dir, options)
+                             overrides=list(overrides or []), use_memo=use_memo, model_client=client)
+    try:
+        result = compile_spec(spec_path, out_dir, options)
+    finally:
+        client.close()
+    return replace(result, model_requests=client.requests, model_calls=client.calls)
 
 
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,
@@ -114,7 +149,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     resolved = validate(spec_path, overrides)
     check_backend_overrides(dict(backends or {}), list(resolved.loaded.spec.stage))
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
-                       overrides=overrides, data_roots=data_roots)
+                       overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
         workers=workers, progress=progress, backends=backends)
     scores = score(out / "run")
@@ -131,15 +166,18 @@ def lock_path(spec_path: Path, generated: Path) -> Path:
 LOCK_IDENTITY = ("benchmark", "spec_digest", "hash_recipe", "manifest_schema", "item_count", "manifest_digest")
 
 
-def check_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path) -> list[Problem]:
-    """Recompile a spec and compare its identity with the committed lock."""
+def check_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path,
+               store_dir: Path = DEFAULT_STORE) -> list[Problem]:
+    """Recompile a spec and compare its identity with the committed lock. (The lock's
+    ``libraries`` and ``model_steps`` are records, not identity: an upgrade or another machine
+    that gives the same items passes.)"""
     import json
 
     committed_path = lock_path(spec_path, generated)
     if not committed_path.exists():
         return [Problem("no committed lock", file=str(committed_path), hint="run `benchc lock SPEC`")]
     committed = json.loads(committed_path.read_text())
-    fresh = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir).lock
+    fresh = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir, store_dir=store_dir).lock
     problems = []
     for key in LOCK_IDENTITY + ("source",):
         if committed.get(key) != fresh.get(key):
@@ -151,11 +189,12 @@ def check_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path)
     return problems
 
 
-def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path) -> Path:
+def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path,
+               store_dir: Path = DEFAULT_STORE) -> Path:
     from .compiler.atomic import write_text_atomic
     from .compiler.manifest import lock_text
 
-    result = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir)
+    result = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir, store_dir=store_dir)
     target = lock_path(spec_path, generated)
     write_text_atomic(target, lock_text(result.lock))
     return target
@@ -163,7 +202,7 @@ def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path)
 
 def preview(spec_or_manifest: Path | str, item: str, out_dir: Path | str | None = None, *,
             cache_dir: Path | str = DEFAULT_CACHE, data_roots: list[Path] | None = None,
-            overrides: list[str] | None = None) -> PreviewResult:
+            overrides: list[str] | None = None, store_dir: Path | str = DEFAULT_STORE) -> PreviewResult:
     """Write a contact sheet (images), WAV files (audio) or a listing (text) of an item's variants
     (an item id, or a group id for all its items) from a spec (compiled, memoised, into a scratch
     folder) or a compiled manifest folder."""
@@ -180,7 +219,7 @@ def preview(spec_or_manifest: Path | str, item: str, out_dir: Path | str | None 
         return write_preview(path, item, out, Path(cache_dir), [path, *roots])
     with tempfile.TemporaryDirectory(prefix="benchc-preview-") as scratch:
         result = compile(path, Path(scratch) / "manifest", cache_dir=cache_dir, data_roots=roots,
-                         overrides=overrides)
+                         overrides=overrides, store_dir=store_dir)
         return write_preview(result.manifest_dir, item, out, Path(cache_dir), [path.resolve().parent, *roots])
 
 

@@ -51,16 +51,21 @@ def validate(spec: SpecArg, set_: SetOpt = None) -> None:
 def compile_(spec: SpecArg,
              out: Annotated[Path, typer.Option("--out", "-o", help="manifest folder to write")],
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, workers: WorkersOpt = 1,
-             data_root: RootOpt = None,
+             data_root: RootOpt = None, store: StoreOpt = DEFAULT_STORE,
              no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False) -> None:
-    """Compile a spec into a manifest (items.parquet + lock.json + spec.json)."""
+    """Compile a spec into a manifest (items.parquet + lock.json + spec.json). Model steps
+    (nodes that ask a model) keep their answers in the response store (--store)."""
     from . import api
 
     result = api.compile(spec, out, cache_dir=cache, data_roots=data_root, workers=workers,
-                         overrides=set_, use_memo=not no_memo)
+                         overrides=set_, use_memo=not no_memo, store_dir=store)
     lock = result.lock
     typer.echo(f"{lock['benchmark']['name']} {lock['benchmark']['version']}: {lock['item_count']} items, "
                f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
+    if result.model_prompts:
+        requests, calls = result.model_requests or 0, result.model_calls or 0
+        typer.echo(f"model steps: {result.model_prompts} prompts, {requests} distinct requests: {calls} "
+                   f"answered by a model, {requests - calls} from the response store")
 
 
 @app.command()
@@ -97,11 +102,13 @@ def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest fold
 def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compiled manifest folder")],
             item: Annotated[str, typer.Argument(help="an item id, or a group/record id (all its items)")],
             out: Annotated[Path | None, typer.Option("--out", "-o", help="folder to write (default preview/<item>/)")] = None,
-            set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, data_root: RootOpt = None) -> None:
+            set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, data_root: RootOpt = None,
+            store: StoreOpt = DEFAULT_STORE) -> None:
     """Write a contact sheet (PNG), WAV files or a text listing of an item's variants."""
     from . import api
 
-    result = api.preview(spec, item, out, cache_dir=cache, data_roots=data_root, overrides=set_)
+    result = api.preview(spec, item, out, cache_dir=cache, data_roots=data_root, overrides=set_,
+                         store_dir=store)
     typer.echo(f"{result.items} {result.kind} item(s) of {result.group_id}"
                f"{' + original' if result.original else ''} -> {result.out_dir}")
 
@@ -161,7 +168,7 @@ def evaluate(spec: SpecArg,
 def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default: specs/**/*.toml)")] = None,
          check: Annotated[bool, typer.Option("--check", help="fail if a committed lock is out of date")] = False,
          generated: Annotated[Path, typer.Option("--generated")] = Path("generated"),
-         cache: CacheOpt = DEFAULT_CACHE) -> None:
+         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
     """Write (or --check) the committed lock files of specs under generated/."""
     from . import api
     from .compiler.errors import CheckFailed
@@ -171,11 +178,11 @@ def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default
     with tempfile.TemporaryDirectory() as work:
         for spec in paths:
             if check:
-                problems = api.check_lock(spec, generated, cache, Path(work))
+                problems = api.check_lock(spec, generated, cache, Path(work), store)
                 failed += problems
                 typer.echo(f"{'FAIL' if problems else 'ok'}: {spec}")
             else:
-                typer.echo(f"wrote {api.write_lock(spec, generated, cache, Path(work))}")
+                typer.echo(f"wrote {api.write_lock(spec, generated, cache, Path(work), store)}")
     if failed:
         raise CheckFailed(failed)
 
@@ -188,7 +195,7 @@ def ops() -> None:
     for name, op in OPS.items():
         typer.echo(f"{name} v{op.version}  ({op.input_kind or 'record'} -> {op.output_kind})  {op.describe()}")
         for pname, field in op.Params.model_fields.items():
-            default = "required" if field.is_required() else repr(field.default)
+            default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
             typer.echo(f"    {pname}: {_type_name(field.annotation)} = {default}")
 
 

@@ -1,8 +1,12 @@
 """The compiler's driver: spec file -> manifest folder (items table + lock + spec).
 
 Stages: parse -> resolve -> load source -> filter/sample -> expand ops -> render -> write.
-An unchanged recompile (same spec, same source bytes, same op and library versions) is answered
-from a memo of the previous output and does no op work.
+An unchanged recompile (same spec, same source bytes, same op and library versions, same model
+backends) is answered from a memo of the previous output and does no op work.
+
+Specs with model-backed nodes need ``CompileOptions.model_client`` (``benchc.api.compile`` gives
+the runtime's); every backend such a node may use is fingerprinted before any other work, and
+the fingerprints enter the memo key and the lock (``model_steps``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .cas import ContentStore
 from .errors import SpecError, SourceError
 from .expand import Variant, expand
 from .ops.base import library_versions
+from .model_steps import ModelClient, ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, check_output_dir, is_manifest_dir,
                        manifest_digest, read_manifest, write_manifest)
 from .metric_attrs import check_metric_attrs
@@ -39,6 +44,8 @@ class CompileOptions:
     workers: int = 1
     overrides: list[str] = field(default_factory=list)
     use_memo: bool = True
+    model_client: ModelClient | None = None
+    """Answers model-backed nodes (see ``model_steps``); None refuses specs that have them."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,12 @@ class CompileResult:
     lock: dict[str, Any]
     memo_hit: bool
     ops_run: int = 0
+    model_prompts: int = 0
+    """Prompts this compile sent to the model client (node-cache misses of model nodes)."""
+    model_requests: int | None = None
+    """Distinct requests among them, and how many of those a model answered (the rest came from
+    the response store): set by callers that know their client (``benchc.api.compile``)."""
+    model_calls: int | None = None
 
 
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
@@ -54,19 +67,21 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     check_output_dir(Path(out_dir))  # before any work: a refused -o should fail fast
     loaded = load_spec(spec_path, options.overrides)
     resolved = resolve(loaded)
+    models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
+    model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
     store = ContentStore(Path(options.cache_dir))
     try:
         source = _load_source(resolved, loaded, store, options)
-        memo_key = _memo_key(resolved, source)
+        memo_key = _memo_key(resolved, source, model_pins)
         memo_dir = store.root / "compiled" / memo_key
         if options.use_memo and is_manifest_dir(memo_dir):
             _copy_dir(memo_dir, Path(out_dir))
             return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True, 0)
-        rows, lock, ops_run = _build(resolved, loaded, source, store, options)
+        rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
         write_manifest(memo_dir, rows, lock, spec_json, replace=False)
-        return CompileResult(Path(out_dir), lock, False, ops_run)
+        return CompileResult(Path(out_dir), lock, False, ops_run, models.prompts_asked)
     finally:
         store.close()
 
@@ -78,8 +93,8 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
     doc = resolved.loaded.spec.model_dump(mode="json", by_alias=True)
     doc["source"] = {**doc["source"], **resolved.source_params.model_dump(mode="json")}
     for node_doc, node in zip(doc["node"], resolved.nodes):
-        defaults = {name: field.default for name, field in node.op.Params.model_fields.items()
-                    if not field.is_required()}
+        defaults = {name: field.get_default(call_default_factory=True)
+                    for name, field in node.op.Params.model_fields.items() if not field.is_required()}
         node_doc["params"] = {**_json_defaults(node.op.Params, defaults), **node_doc["params"]}
     doc["metric"] = [{"name": m.name, **m.params.model_dump(mode="json")} for m in resolved.metrics]
     return doc
@@ -141,12 +156,12 @@ def _library_versions(resolved: Resolved) -> dict[str, str]:
     return dict(sorted(versions.items()))
 
 
-def _memo_key(resolved: Resolved, source: LoadedSource) -> str:
+def _memo_key(resolved: Resolved, source: LoadedSource, model_pins: dict[str, Any]) -> str:
     return digest({"kind": "compile-memo", "spec": spec_document(resolved),
                    "source": source_digest(source), "skipped": len(source.skipped),
                    "ops": _op_versions(resolved), "libraries": _library_versions(resolved),
-                   "recipe": HASH_RECIPE_VERSION, "seed_recipe": SEED_RECIPE_VERSION,
-                   "schema": MANIFEST_SCHEMA_VERSION})
+                   "models": model_pins, "recipe": HASH_RECIPE_VERSION,
+                   "seed_recipe": SEED_RECIPE_VERSION, "schema": MANIFEST_SCHEMA_VERSION})
 
 
 def _op_versions(resolved: Resolved) -> dict[str, str]:
@@ -154,11 +169,12 @@ def _op_versions(resolved: Resolved) -> dict[str, str]:
 
 
 def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: ContentStore,
-           options: CompileOptions) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+           options: CompileOptions, models: ModelSteps,
+           model_pins: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
     expansion = expand(resolved.nodes, records, seed, store, options.workers,
-                       tuple(data_roots(loaded, options)))
+                       tuple(data_roots(loaded, options)), models)
     if resolved.sinks:
         finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
         rows = [_item_row(resolved, v.record, v) for v in finals]
@@ -166,7 +182,7 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
         rows = [_item_row(resolved, r, None) for r in records]
     rows.sort(key=lambda row: row["item_id"])
     check_metric_attrs(resolved, rows)
-    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped)
+    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins)
     return rows, lock, expansion.ops_run
 
 
@@ -236,7 +252,8 @@ def _targets(resolved: Resolved, record: Record) -> dict[str, list[str]]:
 
 
 def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records: list[Record],
-          rows: list[dict[str, Any]], dropped: dict[str, dict[str, int]]) -> dict[str, Any]:
+          rows: list[dict[str, Any]], dropped: dict[str, dict[str, int]],
+          model_pins: dict[str, Any]) -> dict[str, Any]:
     spec = loaded.spec
     return {
         "lock_version": LOCK_VERSION,
@@ -255,6 +272,7 @@ def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records:
         "ops": _op_versions(resolved),
         "libraries": _library_versions(resolved),
         "dropped": dropped,
+        "model_steps": model_pins,
         "item_count": len(rows),
         "manifest_digest": manifest_digest(rows),
     }

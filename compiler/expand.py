@@ -6,20 +6,27 @@ and, for ops that read the record, the record's digest; the seed derives from (s
 id, variant path). Outputs are looked up by key in the
 content store before any op runs, so an unchanged recompile does no op work; misses run in
 worker processes when ``workers > 1`` and the result does not depend on the worker count.
+
+Model-backed ops (``compiler/model_steps.py``) run in this process instead: the prompts of every
+missing task of a node go to the model client in one call per backend, then each task finishes
+with its answers. Their node keys also hold the backend's fingerprint (weights, settings).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .canonical import digest
 from .cas import ContentStore
 from .errors import BenchcError, OpError, Problem
-from .ops import OPS, OpContext
+from .model_steps import ModelBackendRef, ModelPrompt, ModelSteps
+from .ops import OPS, ModelOp, OpContext, OpOutput
 from .resolve import ResolvedNode
 from .seeds import derive_seed, rng_for
 from .values import Record, Value
@@ -51,7 +58,7 @@ class NodeTask:
 
 
 def node_key(op_name: str, op_version: str, params: dict[str, Any], input_keys: list[str], seed: int,
-             environment: dict[str, str] | None = None) -> str:
+             environment: dict[str, Any] | None = None) -> str:
     return digest({"kind": "node", "op": op_name, "version": op_version, "env": environment or {},
                    "params": params, "inputs": input_keys, "seed": seed})
 
@@ -85,8 +92,20 @@ def _input_of(node: ResolvedNode, record: Record, upstream: Variant | None) -> V
     return Value(ref.kind, media=ref)
 
 
+def environment_of(node: ResolvedNode, params: Any, models: ModelSteps | None) -> dict[str, Any]:
+    """The op's environment under ``params``; for a model-backed op, plus the fingerprint of the
+    backend the params name, so other weights or settings never share a cached output."""
+    environment: dict[str, Any] = dict(node.op.environment(params))
+    if node.op.model_backed:
+        if models is None:
+            raise OpError(Problem(f"node {node.id!r} asks a model and this compile has no model steps",
+                                  key=f"node[{node.index}].params.backend"))
+        environment["model"] = models.fingerprint(node, models.ref(params))
+    return environment
+
+
 def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
-              upstream: Variant | None) -> list[NodeTask]:
+              upstream: Variant | None, models: ModelSteps | None = None) -> list[NodeTask]:
     """The tasks of ``node`` for one record (and one upstream variant)."""
     tasks = []
     value = _input_of(node, record, upstream)
@@ -103,7 +122,8 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
                 raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"node[{node.index}].params")) from None
             params = model.model_dump(mode="json")
             seed = derive_seed(spec_seed, record.id, path)
-            key = node_key(node.op.name, node.op.version, params, keys, seed, node.op.environment(model))
+            key = node_key(node.op.name, node.op.version, params, keys, seed,
+                           environment_of(node, model, models))
             tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
             index += 1
     return tasks
@@ -114,15 +134,24 @@ def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
     op = OPS.get(op_name)
     store = ContentStore(Path(store_root))
     ctx = OpContext(record=record, rng=rng_for(seed), store=store, data_roots=roots)
+    out = _guarded(lambda: op.apply(value, op.Params.model_validate(params), ctx), record, op_name, params, where)
+    return _output_json(out)
+
+
+def _output_json(out: OpOutput) -> dict[str, Any]:
+    return {"value": out.value.as_json(), "attrs": out.attrs, "drop": out.drop}
+
+
+def _guarded(call: Callable[[], Any], record: Record, op_name: str, params: dict[str, Any], where: str) -> Any:
+    """Run an op's code; its errors name the item, the op and the node's key path."""
     try:
-        out = op.apply(value, op.Params.model_validate(params), ctx)
+        return call()
     except BenchcError as exc:
         raise OpError([Problem(f"item {record.id!r}, op {op_name!r}: {p.message}", p.file, p.line,
                                f"{where}.{p.key}" if p.key else where, p.hint) for p in exc.problems]) from None
     except Exception as exc:  # a library failed on this item: say which item, node and params
         raise OpError(Problem(f"item {record.id!r}, op {op_name!r} failed: {type(exc).__name__}: {exc}",
                               key=where, hint=f"params: {params}")) from None
-    return {"value": out.value.as_json(), "attrs": out.attrs, "drop": out.drop}
 
 
 @dataclass
@@ -136,12 +165,17 @@ class Expansion:
 
 
 def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
-              roots: tuple[Path, ...] = ()) -> tuple[list[Variant], int, dict[str, int]]:
+              roots: tuple[Path, ...] = (), models: ModelSteps | None = None
+              ) -> tuple[list[Variant], int, dict[str, int]]:
     """Answer tasks from the node cache, run the misses; returns the kept variants, the op runs
     and the count of dropped variants per reason."""
     cached = store.lookup_nodes(t.key for t in tasks)
     missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
-    fresh = _execute(missing, store, workers, roots)
+    if missing and missing[0].node.op.model_backed:
+        assert models is not None  # plan_node needed it for the keys
+        fresh = _run_model_tasks(missing, store, roots, models)
+    else:
+        fresh = _execute(missing, store, workers, roots)
     if fresh:
         store.store_nodes(fresh)
     outputs = {**cached, **fresh}
@@ -162,6 +196,42 @@ def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
     return {t.key: r for t, r in zip(tasks, results)}
 
 
+def _run_model_tasks(tasks: list[NodeTask], store: ContentStore, roots: tuple[Path, ...],
+                     models: ModelSteps) -> dict[str, dict[str, Any]]:
+    """A model node's missing tasks: every task's prompts, one client call per backend (the
+    client batches and caches), then each task's finish with its own answers."""
+    node = tasks[0].node
+    op = node.op
+    assert isinstance(op, ModelOp)
+    where = f"node[{node.index}]"
+    prepared = []
+    for task in tasks:
+        params = op.Params.model_validate(task.params)
+        ctx = OpContext(record=task.record, rng=rng_for(task.seed), store=store, data_roots=roots)
+        prompts = _guarded(partial(op.prompts, task.input_value, params, ctx), task.record, op.name,
+                           task.params, where)
+        prepared.append((task, params, ctx, prompts))
+    answers = _ask(node, models, [(models.ref(params), prompts) for _, params, _, prompts in prepared])
+    return {task.key: _output_json(_guarded(partial(op.finish, task.input_value, params, ctx, got),
+                                            task.record, op.name, task.params, where))
+            for (task, params, ctx, _), got in zip(prepared, answers)}
+
+
+def _ask(node: ResolvedNode, models: ModelSteps,
+         requests: list[tuple[ModelBackendRef, list[ModelPrompt]]]) -> list[list[str]]:
+    """Each task's answers, asking the client once per backend with all of that backend's prompts."""
+    by_ref: dict[ModelBackendRef, list[int]] = {}
+    for index, (ref, _) in enumerate(requests):
+        by_ref.setdefault(ref, []).append(index)
+    answers: list[list[str]] = [[] for _ in requests]
+    for ref, indices in by_ref.items():
+        flat = [prompt for i in indices for prompt in requests[i][1]]
+        got = iter(models.generate(node, ref, flat))
+        for i in indices:
+            answers[i] = [next(got) for _ in requests[i][1]]
+    return answers
+
+
 def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
     parent = task.upstream
     attrs = {**(parent.attrs if parent else {}), **task.swept, **output.get("attrs", {})}
@@ -171,18 +241,18 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
 
 
 def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, store: ContentStore,
-           workers: int = 1, roots: tuple[Path, ...] = ()) -> Expansion:
+           workers: int = 1, roots: tuple[Path, ...] = (), models: ModelSteps | None = None) -> Expansion:
     """Run every node over every record (and over every kept variant of its input node)."""
     result = Expansion()
     for node in nodes:
         tasks: list[NodeTask] = []
         if node.input in result.by_node:
             for upstream in result.by_node[node.input]:
-                tasks += plan_node(node, spec_seed, upstream.record, upstream)
+                tasks += plan_node(node, spec_seed, upstream.record, upstream, models)
         else:
             for record in records:
-                tasks += plan_node(node, spec_seed, record, None)
-        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots)
+                tasks += plan_node(node, spec_seed, record, None, models)
+        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models)
         result.ops_run += ran
         if dropped:
             result.dropped[node.id] = dropped

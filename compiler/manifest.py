@@ -21,9 +21,10 @@ from .canonical import canonical_json, digest
 
 MANIFEST_SCHEMA_VERSION = 1
 """Bump when a column is added, removed or changes meaning; golden tests pin it."""
-LOCK_VERSION = 2
+LOCK_VERSION = 3
 """Bump when a lock field is added, removed or changes meaning. v2: ``dropped`` (variants that
-validator ops dropped, per node and reason)."""
+validator ops dropped, per node and reason). v3: ``model_steps`` (node id -> the backends a
+model-backed node may use: backend string, generation settings and the backend's fingerprint)."""
 
 ITEM_SCHEMA: dict[str, Any] = {
     "item_id": pl.String,        # "<record id>#<variant path>"

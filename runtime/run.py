@@ -23,7 +23,7 @@ from benchc import __version__
 from benchc.compiler.canonical import digest
 from benchc.compiler.errors import BackendError, BenchcError, Problem
 from benchc.compiler.manifest import Manifest
-from benchc.compiler.spec.models import Spec, Stage
+from benchc.compiler.spec.models import Generation, Spec, Stage
 
 from .backends import Backend, Request, make_backend
 from .executor import MediaSource, execute
@@ -65,10 +65,20 @@ def stage_backend(stage: Stage, options: RunOptions) -> str:
 
 def request_key(fingerprint: dict[str, Any], stage: Stage, spec: Spec, prompt: str, system: str | None,
                 media: list[tuple[str, str]], sample: int) -> str:
-    payload: dict[str, Any] = {"kind": "request", "backend": fingerprint, "task": stage.task,
+    generation = spec.generation if stage.task == "generate" else None
+    return request_digest(fingerprint, stage.task, generation, prompt, system, media, sample)
+
+
+def request_digest(fingerprint: dict[str, Any], task: str, generation: Generation | None, prompt: str,
+                   system: str | None, media: list[tuple[str, str]], sample: int, seed: int | None = None) -> str:
+    """The response store's key of a request: everything that can change its answer. A run's
+    stage and a compile-time model step asking the same thing share the key (and the answer)."""
+    payload: dict[str, Any] = {"kind": "request", "backend": fingerprint, "task": task,
                                "prompt": prompt, "system": system, "media": media, "sample": sample}
-    if stage.task == "generate":
-        payload["generation"] = spec.generation.model_dump(mode="json")
+    if generation is not None:
+        payload["generation"] = generation.model_dump(mode="json")
+    if seed is not None:  # absent otherwise, so the keys of runs stay as they were
+        payload["seed"] = seed
     return digest(payload)
 
 
@@ -107,6 +117,8 @@ def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list
         media = MediaSource(options.cache_dir, options.store_dir)
         media.check_items(items)
         backends = {s.id: make_backend(stage_backend(s, options), spec.generation, s.task) for s in spec.stage}
+        for backend in backends.values():
+            backend.prepare()
         started = time.time()
         outcomes, rows = _run_stages(spec, items, backends, store, media, options)
     finally:

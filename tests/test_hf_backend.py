@@ -95,3 +95,39 @@ def test_bad_hf_options_are_refused_when_the_backend_is_built(tiny_llava: Path, 
 def test_a_cuda_device_on_a_machine_without_one_is_refused(tiny_llava: Path) -> None:
     with pytest.raises(BackendError, match="a CUDA device present on this machine"):
         make_backend(f"hf:{tiny_llava},device=cuda", Generation(), "generate")
+
+
+# --- text-only requests (compile-time model steps) -----------------------------------------------
+
+TEXT_ONLY = [Request("t0", "generate", "Translate into German: the cat is black.", None, (), 0),
+             Request("t1", "generate", "Paraphrase: a dog ran.", "You are a careful editor.", (), 0)]
+
+
+def test_a_vlm_answers_text_only_requests_alone_or_beside_images(tiny_llava: Path) -> None:
+    backend = make_backend(f"hf:{tiny_llava},batch_size=4", Generation(max_new_tokens=6), "generate")
+    alone = [r.text for r in backend.run_batch(TEXT_ONLY, _load)]
+    assert all(alone)
+    mixed = backend.run_batch([_requests()[0], TEXT_ONLY[0]], _load)
+    assert mixed[1].text == backend.run_batch([TEXT_ONLY[0]], _load)[0].text
+
+
+def test_a_text_only_causal_lm_loads_answers_and_refuses_images(tmp_path: Path) -> None:
+    from support.tiny_llm import build_tiny_llm
+
+    folder = build_tiny_llm(tmp_path / "llm", seed=0)
+    backend = make_backend(f"hf:{folder},batch_size=2", Generation(max_new_tokens=6), "generate")
+    fingerprint = backend.fingerprint()  # needs no weights load
+    assert not backend._loaded and fingerprint["model"]
+    answers = [r.text for r in backend.run_batch(TEXT_ONLY, _load)]
+    assert all(answers) and type(backend.model).__name__ == "LlamaForCausalLM"
+    assert answers == [r.text for r in backend.run_batch(TEXT_ONLY, _load)]
+    with pytest.raises(BackendError, match="text-only model and a request has an image"):
+        backend.run_batch(_requests()[:1], _load)
+
+
+def test_a_request_seed_replaces_the_base_seed_when_sampling(tiny_llava: Path) -> None:
+    backend = make_backend(f"hf:{tiny_llava}", SAMPLING, "generate")
+    [request] = TEXT_ONLY[:1]
+    seeded = [Request(request.key, "generate", request.prompt, None, (), 0, seed) for seed in (1, 1, 2)]
+    one, again, two = (r.text for r in backend.run_batch(seeded, _load))
+    assert one == again and one != two

@@ -4,6 +4,6 @@ registers its ops) when the package is imported."""
 import sys
 
 from ..plugins import import_all
-from .base import OPS, Op, OpContext, OpOutput, OpParams  # noqa: F401
+from .base import OPS, ModelOp, ModelStepParams, Op, OpContext, OpOutput, OpParams  # noqa: F401
 
 import_all(sys.modules[__name__])

@@ -1,4 +1,7 @@
-"""What an op is: a named, versioned, pure function of (input value, record, params, seed)."""
+"""What an op is: a named, versioned, pure function of (input value, record, params, seed).
+
+Model-backed ops (``ModelOp``) are the same, with the model's answers as one more input: see
+``compiler/model_steps.py``."""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ from functools import cache
 from importlib import metadata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..cas import ContentStore
+from ..errors import OpError, Problem
+from ..model_steps import ModelPrompt
 from ..paths import resolve_in_roots
 from ..registry import Registry
 from ..values import Kind, Record, Value
@@ -77,6 +82,8 @@ class Op(ABC):
     """False when the output depends only on the input value, params and seed. Then the record's
     digest stays out of the node key; otherwise an edited annotation (a box, a label) must give a
     new key, or the cache would serve the output made from the old one."""
+    model_backed: ClassVar[bool] = False
+    """True for ops that ask a model at compile time (subclasses of ``ModelOp``)."""
 
     def environment(self, params: Any = None) -> dict[str, str]:
         """What outside the params shapes the output under ``params``: the versions of
@@ -94,3 +101,98 @@ class Op(ABC):
 
 
 OPS: Registry[Op] = Registry("op")
+
+
+# --- model-backed ops -------------------------------------------------------------------------
+
+
+class ModelStepParams(OpParams):
+    """Params every model-backed op has: which backend answers, and how it generates."""
+
+    backend: str = Field(description="backend string as `benchc run` takes it, e.g. 'hf:models/llm,"
+                                     "batch_size=8'; a relative model path is found in the data roots")
+    max_new_tokens: int = Field(128, gt=0, le=4096, description="generation: new tokens per answer")
+    temperature: float = Field(0.0, ge=0.0, description="generation: 0 is greedy")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="generation: nucleus sampling mass")
+    on_bad_answer: Literal["drop", "fail"] = Field(
+        "drop", description="an unusable answer (empty, refusal, wrong form) drops the variant "
+                            "(counted in the lock) or fails the compile")
+    attrs: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="attributes added to every variant, e.g. "
+                                          "{ corruption = \"back_translation\" } for a metric's `over`")
+
+    @field_validator("backend")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.partition(":")[0].strip():
+            raise ValueError("a backend string starts with a backend name, e.g. 'hf:models/llm'")
+        return value
+
+
+class ModelOp(Op):
+    """An op that asks a model. The compiler calls ``prompts`` for every task of a node, asks
+    the model client for all of them at once, then calls ``finish`` with each task's answers;
+    both halves are pure, and randomness still comes only from ``ctx.rng``."""
+
+    model_backed = True
+    Params: ClassVar[type[ModelStepParams]]
+
+    @abstractmethod
+    def prompts(self, value: Value | None, params: Any, ctx: OpContext) -> list[ModelPrompt]: ...
+
+    @abstractmethod
+    def finish(self, value: Value | None, params: Any, ctx: OpContext, answers: list[str]) -> OpOutput: ...
+
+    def apply(self, value: Value | None, params: Any, ctx: OpContext) -> OpOutput:
+        raise OpError(Problem(f"op {self.name!r} asks a model: the compiler runs it as a model step "
+                              "(prompts, one client call per node, finish), never through apply()"))
+
+    def sampling_seed(self, params: ModelStepParams, ctx: OpContext) -> int | None:
+        """A per-variant seed for sampled steps; None when greedy, so that identical greedy
+        prompts (the same question for three variants) are one request."""
+        return int(ctx.rng.integers(2**63)) if params.temperature > 0 else None
+
+    def output(self, text: str, params: ModelStepParams, attrs: dict[str, Any] | None = None) -> OpOutput:
+        return OpOutput(Value("text", text=text), {**params.attrs, **(attrs or {})})
+
+    def bad_answer(self, params: ModelStepParams, ctx: OpContext, reason: str, answer: str,
+                   value: Value | None = None) -> OpOutput:
+        """Drop the variant with a fixed ``reason`` (counted in the lock), or fail the compile
+        with the answer quoted when ``on_bad_answer = "fail"``."""
+        if params.on_bad_answer == "fail":
+            shown = answer if len(answer) <= 200 else answer[:200] + "..."
+            raise OpError(Problem(f"record {ctx.record.id!r}: {reason}: {shown!r}", key="params.on_bad_answer",
+                                  hint="set on_bad_answer = \"drop\" to drop such variants, or change the "
+                                       "model, its prompt or max_new_tokens"))
+        return OpOutput(value if value is not None else Value("text", text=""), {}, drop=reason)
+
+
+def template_variables(source: str) -> set[str]:
+    """The variables a Jinja template reads (ValueError on a syntax error)."""
+    from jinja2 import meta
+
+    from ..templates import TemplateProblem, compile_template, make_environment
+
+    try:
+        compile_template(source)
+    except TemplateProblem as exc:
+        raise ValueError(str(exc)) from None
+    return set(meta.find_undeclared_variables(make_environment().parse(source)))
+
+
+def check_template(source: str, allowed: set[str]) -> str:
+    """A Jinja prompt template of a model op: valid syntax, and only the op's variables."""
+    unknown = sorted(template_variables(source) - allowed)
+    if unknown:
+        raise ValueError(f"unknown template variable(s) {unknown}: use {', '.join(sorted(allowed))}")
+    return source
+
+
+def render_prompt(source: str, context: dict[str, Any], key: str = "params.template") -> str:
+    """Render a model op's template (sandboxed Jinja, StrictUndefined); errors name the param."""
+    from ..templates import TemplateProblem, compile_template, render
+
+    try:
+        return render(compile_template(source), context)
+    except TemplateProblem as exc:
+        raise OpError(Problem(str(exc), key=key)) from None

@@ -26,6 +26,9 @@ class Request:
     system: str | None = None
     media: tuple[tuple[str, str], ...] = ()  # (kind, sha256)
     sample: int = 0
+    seed: int | None = None
+    """A sampling seed of the request's own (compile-time model steps set one per variant);
+    None: the backend derives one from the request's content and ``generation.seed``."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Backend(ABC):
     batch_size: ClassVar[int] = 1
     process_parallel: ClassVar[bool] = False
     """True when several worker processes may each load this backend (CPU engines)."""
+    target_is_path: ClassVar[bool] = False
+    """True when the target names a file or folder (``hf:/models/llava``): model steps at compile
+    time look a relative one up in the spec's data roots."""
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         self.spec = spec
@@ -84,6 +90,10 @@ class Backend(ABC):
 
     @abstractmethod
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]: ...
+
+    def prepare(self) -> None:
+        """Load what answering needs (weights), so that a broken model fails before the first
+        request; backends that load lazily (so a fingerprint costs no weights load) override it."""
 
     def option(self, name: str, default: str) -> str:
         return self.options.get(name, default)

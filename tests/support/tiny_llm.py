@@ -1,0 +1,38 @@
+"""A tiny, random-weight text-only causal LM (Llama), built fully offline.
+
+``build_tiny_llm(out_dir, seed=0)`` writes a ``LlamaForCausalLM`` checkpoint with the tokenizer
+and chat template of :mod:`support.tiny_vlm` (so answers are single-line printable ASCII too):
+what the ``hf`` backend loads through ``AutoTokenizer`` + ``AutoModelForCausalLM`` when a folder
+holds no image-text-to-text model. Same seed, same bytes; the caller's RNG is untouched.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from support.tiny_vlm import _make_hf_tokenizer, _unprintable_token_ids
+
+__all__ = ["build_tiny_llm"]
+
+
+def build_tiny_llm(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = _make_hf_tokenizer()
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                         tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config).to(torch.float32).eval()
+    model.generation_config = GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, suppress_tokens=_unprintable_token_ids(tokenizer),
+        do_sample=False, max_new_tokens=16)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
