@@ -19,8 +19,9 @@ The compile runs first, so forked workers do not inherit libraries imported by t
 The baseline calls each corruption once on a warm-up image before timing (first-call imports and
 file loads are left out of the library time, so they count as overhead: a strict reading).
 
-Library thread pools (OpenMP, OpenBLAS) keep their defaults; run under OMP_NUM_THREADS=1
-OPENBLAS_NUM_THREADS=1 to see the compile with one thread per worker. Runs kept for the record
+With more than one worker, each compile worker caps its libraries' thread pools (OpenMP,
+OpenBLAS, OpenCV) to its share of the cores (compiler/expand.py); the baseline keeps the defaults.
+Runs kept for the record
 are in benchmarks/results/.
 
 Usage: .venv/bin/python benchmarks/image_corruptions.py [--images 1000] [--size 224]
@@ -190,7 +191,8 @@ def baseline_phase(manifest_dir: Path, records, source_store, work: Path, images
                    corruptions: list[str]) -> Baseline:
     """Per image: decode the source PNG once (as the op does: it keeps the last input it
     decoded), then for every item of the image: the library call, then the op's output step,
-    put_image (sha256 of the pixels, PNG encode, atomic write) into a scratch store; each timed
+    put_image (sha256 of the pixels, PNG encode, atomic write without the per-file fsync, as in
+    the compile's workers, which sync once per batch) into a scratch store; each timed
     apart."""
     import numpy as np
     from benchc.compiler.cas import ContentStore
@@ -206,7 +208,7 @@ def baseline_phase(manifest_dir: Path, records, source_store, work: Path, images
         by_record[row["record_id"]].append(row)
     chosen = sorted((r for r in records if r.id in by_record), key=lambda r: r.id)[:images]
     assert len(chosen) == images, (len(chosen), images)  # the compile's records, one per image
-    scratch = ContentStore(work / "baseline-out")
+    scratch = ContentStore(work / "baseline-out", durable=False)  # as the compile's workers
     seed = 0
 
     def pixels_of(record):

@@ -11,9 +11,11 @@ from pathlib import Path
 from collections.abc import Iterator
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    with _temp_beside(path) as tmp:
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+    ``durable=False`` leaves out the fsync before the rename, for a caller that syncs a whole
+    batch of files at once before it records them anywhere (see ``ContentStore.sync``)."""
+    with _temp_beside(path, durable) as tmp:
         tmp.write_bytes(data)
 
 
@@ -28,15 +30,16 @@ def write_with_atomic(path: Path, writer: Callable[[Path], None]) -> None:
 
 
 @contextmanager
-def _temp_beside(path: Path) -> Iterator[Path]:
+def _temp_beside(path: Path, durable: bool = True) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        if durable:
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ with its answers. Their node keys also hold the backend's fingerprint (weights, 
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -132,7 +133,7 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
 def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
               record: Record, value: Value | None, where: str, roots: tuple[Path, ...]) -> dict[str, Any]:
     op = OPS.get(op_name)
-    store = ContentStore(Path(store_root))
+    store = ContentStore(Path(store_root), durable=False)  # run_tasks syncs the batch
     ctx = OpContext(record=record, rng=rng_for(seed), store=store, data_roots=roots)
     out = _guarded(lambda: op.apply(value, op.Params.model_validate(params), ctx), record, op_name, params, where)
     return _output_json(out)
@@ -177,6 +178,7 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
     else:
         fresh = _execute(missing, store, workers, roots)
     if fresh:
+        store.sync()  # the media the ops wrote, before the rows that point at them
         store.store_nodes(fresh)
     outputs = {**cached, **fresh}
     dropped = Counter(outputs[t.key]["drop"] for t in tasks if outputs[t.key].get("drop"))
@@ -191,9 +193,23 @@ def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
     if workers <= 1 or len(tasks) < 2:
         results = [_run_task(*a) for a in args]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_limit_threads,
+                                 initargs=(max(1, (os.cpu_count() or 1) // workers),)) as pool:
             results = list(pool.map(_run_task, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
     return {t.key: r for t, r in zip(tasks, results)}
+
+
+def _limit_threads(threads: int) -> None:
+    """A worker's library thread pools (BLAS, OpenMP, OpenCV's) get its share of the cores: N
+    workers each spinning up a pool per core would oversubscribe the machine (pixels and
+    samples do not depend on the thread count)."""
+    import cv2
+    from threadpoolctl import threadpool_limits
+
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(threads)  # for libraries the worker loads later (torch)
+    threadpool_limits(threads)  # for those already loaded
+    cv2.setNumThreads(threads)
 
 
 def _run_model_tasks(tasks: list[NodeTask], store: ContentStore, roots: tuple[Path, ...],
