@@ -101,11 +101,11 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
 
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,
         cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE, workers: int = 1,
-        backends: dict[str, str] | None = None, progress: bool = True) -> list[Any]:
+        backends: dict[str, str] | None = None, progress: bool = True, text_only: bool = False) -> list[Any]:
     from .runtime.run import RunOptions, run_manifest
 
     options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir), workers=workers,
-                         backends=dict(backends or {}), progress=progress)
+                         backends=dict(backends or {}), progress=progress, text_only=text_only)
     return run_manifest(Path(manifest_dir), Path(run_dir), options)
 
 
@@ -140,7 +140,8 @@ class Evaluation:
 def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = None,
              cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
              workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
-             data_roots: list[Path] | None = None, backends: dict[str, str] | None = None) -> Evaluation:
+             data_roots: list[Path] | None = None, backends: dict[str, str] | None = None,
+             text_only: bool = False) -> Evaluation:
     """compile + run + score + report in one call. ``backends`` (stage id -> backend) are checked
     against the spec's stages before anything is compiled."""
     from .runtime.overrides import check_backend_overrides
@@ -151,7 +152,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
                        overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
-        workers=workers, progress=progress, backends=backends)
+        workers=workers, progress=progress, backends=backends, text_only=text_only)
     scores = score(out / "run")
     return Evaluation(manifest.manifest_dir, out / "run", report(out / "run"), scores)
 

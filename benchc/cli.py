@@ -27,6 +27,8 @@ WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="worker 
 RootOpt = Annotated[list[Path] | None, typer.Option("--data-root", help="extra folder specs may read data from")]
 BackendOpt = Annotated[list[str] | None, typer.Option(
     "--backend", help="STAGE=BACKEND: answer a stage with another backend, e.g. transcript=pocketsphinx")]
+TextOnlyOpt = Annotated[bool, typer.Option(
+    "--text-only", help="leave the images out of every request (an LLM-only ablation, as MERLIM's)")]
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -118,13 +120,14 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
         out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
         model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
         backend: BackendOpt = None,
-        cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1) -> None:
+        cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1,
+        text_only: TextOnlyOpt = False) -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
 
     overrides = api.parse_backends(backend or [])
     for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                           backends=overrides):
+                           backends=overrides, text_only=text_only):
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
                    f"({outcome.cached} cached, {outcome.ran} run)")
 
@@ -154,12 +157,14 @@ def evaluate(spec: SpecArg,
              out: Annotated[Path, typer.Option("--out", "-o", help="folder for manifest/, run/ and the report")],
              model: Annotated[str | None, typer.Option("--model", "-m")] = None,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
-             workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None) -> None:
+             workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None,
+             text_only: TextOnlyOpt = False) -> None:
     """compile + run + score + report in one command."""
     from . import api
 
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                          overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []))
+                          overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []),
+                          text_only=text_only)
     typer.echo(result.report_path.read_text())
     typer.echo(f"report: {result.report_path}")
 

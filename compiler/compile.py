@@ -30,6 +30,7 @@ from .metric_attrs import check_metric_attrs
 from .resolve import Resolved, resolve
 from .select import apply_filters, sample
 from .sources import LoadedSource, SourceContext
+from .spec.models import Stage
 from .spec.parse import LoadedSpec, load_spec
 from .templates import TemplateProblem, render
 from .values import Record, Value
@@ -97,6 +98,19 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
                     for name, field in node.op.Params.model_fields.items() if not field.is_required()}
         node_doc["params"] = {**_json_defaults(node.op.Params, defaults), **node_doc["params"]}
     doc["metric"] = [{"name": m.name, **m.params.model_dump(mode="json")} for m in resolved.metrics]
+    doc["stage"] = [_stage_document(stage) for stage in resolved.loaded.spec.stage]
+    return doc
+
+
+def _stage_document(stage: Stage) -> dict[str, Any]:
+    """A stage's keys; ``template`` and ``media`` only where they differ from their defaults, so
+    that specs written before the keys existed keep their digests (and writing a default out
+    still changes nothing)."""
+    doc = stage.model_dump(mode="json", exclude={"template", "media"})
+    if stage.template is not None:
+        doc["template"] = stage.template
+    if stage.sends != Stage(id=stage.id, input=stage.input).sends:
+        doc["media"] = stage.sends
     return doc
 
 

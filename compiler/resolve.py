@@ -77,6 +77,7 @@ def resolve(loaded: LoadedSpec) -> Resolved:
     system = loaded.spec.prompt.system
     system_template = _template(loaded, system, "prompt.system", problems) if system else None
     _check_template_names(loaded, nodes, problems)
+    _check_stage_templates(loaded, problems)
     metrics = _resolve_metrics(loaded, problems)
     problems.raise_if_any(SpecError)
     return Resolved(loaded, source, source_params, nodes, template, system_template, metrics)  # type: ignore[arg-type]
@@ -205,6 +206,22 @@ def _check_template_names(loaded: LoadedSpec, nodes: list[ResolvedNode], problem
         for name in sorted(used - names):
             problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
                                         hint=did_you_mean(name, sorted(names)) or f"variables: {', '.join(sorted(names))}"))
+
+
+STAGE_TEMPLATE_NAMES = {"answer", "attrs", "prompt"}
+
+
+def _check_stage_templates(loaded: LoadedSpec, problems: ProblemList) -> None:
+    """A later stage's template compiles and uses only the names a run gives it."""
+    for index, stage in enumerate(loaded.spec.stage):
+        key = f"stage[{index}].template"
+        if stage.template is None or _template(loaded, stage.template, key, problems) is None:
+            continue
+        used = meta.find_undeclared_variables(make_environment().parse(stage.template))
+        for name in sorted(used - STAGE_TEMPLATE_NAMES):
+            problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
+                                        hint=did_you_mean(name, sorted(STAGE_TEMPLATE_NAMES))
+                                        or f"variables: {', '.join(sorted(STAGE_TEMPLATE_NAMES))}"))
 
 
 def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedMetric]:

@@ -11,15 +11,26 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .numbers import first_number
+
 
 def make_environment() -> ImmutableSandboxedEnvironment:
-    return ImmutableSandboxedEnvironment(
+    env = ImmutableSandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["number"] = _number
+    return env
+
+
+def _number(text: object) -> int | float | str:
+    """``{{ answer | number }}``: the first number of a text (digits or words), or the text
+    itself, stripped, when it has none (a follow-up then quotes what the model said)."""
+    value = first_number(str(text))
+    return str(text).strip() if value is None else value
 
 
 _ENV = make_environment()

@@ -21,9 +21,10 @@ import polars as pl
 
 from benchc import __version__
 from benchc.compiler.canonical import digest
-from benchc.compiler.errors import BackendError, BenchcError, Problem
+from benchc.compiler.errors import BackendError, BenchcError, Problem, RunError
 from benchc.compiler.manifest import Manifest
 from benchc.compiler.spec.models import Generation, Spec, Stage
+from benchc.compiler.templates import TemplateProblem, compile_template, render
 
 from .backends import Backend, Request, make_backend
 from .executor import MediaSource, execute
@@ -42,6 +43,7 @@ class RunOptions:
     workers: int = 1
     backends: dict[str, str] = field(default_factory=dict)  # stage id -> backend override
     progress: bool = True
+    text_only: bool = False  # leave images out of every request (an LLM-only ablation)
 
 
 @dataclass(frozen=True)
@@ -87,24 +89,50 @@ def _samples(stage: Stage, spec: Spec) -> int:
 
 
 def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: dict[str, Any],
-                   previous: dict[tuple[str, int], StoredResponse] | None) -> dict[tuple[str, int], Request]:
+                   previous: dict[tuple[str, int], StoredResponse] | None,
+                   text_only: bool = False) -> dict[tuple[str, int], Request]:
     """One request per (item, sample). A first stage sends the item's prompt and media (``n``
-    samples when it generates); a later stage sends each answer of the stage it reads."""
+    samples when it generates); a later stage sends, for each answer of the stage it reads, its
+    template rendered over that answer (or the answer itself) with what ``stage.sends``.
+    ``text_only`` leaves the images out (an LLM-only ablation: the same prompts, no image)."""
     out: dict[tuple[str, int], Request] = {}
     earlier: dict[str, list[tuple[int, StoredResponse]]] = {}
     for (item_id, sample), answer in sorted((previous or {}).items()):
         earlier.setdefault(item_id, []).append((sample, answer))
-    for row in items.select("item_id", "prompt", "system", "media").iter_rows(named=True):
+    template = compile_template(stage.template) if stage.template else None
+    for row in items.select("item_id", "prompt", "system", "media", "attrs").iter_rows(named=True):
+        item_media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])
+                      if not (text_only and m["kind"] == "image")]
         if previous is None:
-            media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])]
-            inputs = [(s, row["prompt"], row["system"], media) for s in range(_samples(stage, spec))]
+            inputs = [(s, row["prompt"], row["system"], item_media) for s in range(_samples(stage, spec))]
         else:
-            inputs = [(s, a.text or "", None, [("audio", a.blob)] if a.blob else [])
+            inputs = [(s, _later_prompt(stage, template, row, a), None, _later_media(stage, item_media, a))
                       for s, a in earlier.get(row["item_id"], [])]
         for sample, prompt, system, media in inputs:
             key = request_key(fingerprint, stage, spec, prompt, system, media, sample)
             out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample)
     return out
+
+
+def _later_prompt(stage: Stage, template: Any, row: dict[str, Any], answer: StoredResponse) -> str:
+    """A later stage's prompt: its template over the earlier answer, or the answer itself."""
+    if template is None:
+        return answer.text or ""
+    context = {"answer": answer.text or "", "attrs": json.loads(row["attrs"]), "prompt": row["prompt"]}
+    try:
+        return render(template, context)
+    except TemplateProblem as exc:
+        raise RunError(Problem(f"stage {stage.id!r}, item {row['item_id']!r}: {exc}",
+                               key=f"stage.{stage.id}.template",
+                               hint="the template sees answer, attrs and prompt")) from None
+
+
+def _later_media(stage: Stage, item_media: list[tuple[str, str]], answer: StoredResponse) -> list[tuple[str, str]]:
+    if stage.sends == "item":
+        return item_media
+    if stage.sends == "answer":
+        return [("audio", answer.blob)] if answer.blob else []
+    return []
 
 
 def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list[StageOutcome]:
@@ -142,7 +170,7 @@ def _run_stages(spec: Spec, items: pl.DataFrame, backends: dict[str, Backend], s
 
 def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, store: ResponseStore,
                media: MediaSource, options: RunOptions, previous) -> tuple[StageOutcome, dict]:
-    requests = build_requests(stage, spec, items, backend.fingerprint(), previous)
+    requests = build_requests(stage, spec, items, backend.fingerprint(), previous, options.text_only)
     unique = {r.key: r for r in requests.values()}
     missing = store.missing(unique)
     execute(backend, [unique[k] for k in missing], store, media, options.workers,
@@ -179,5 +207,6 @@ def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "seconds": round(time.time() - started, 3),
         "workers": options.workers,
+        "text_only": options.text_only,
     }
     write_run_folder(Path(run_dir), frame, record)

@@ -203,8 +203,9 @@ def test_pluralize(label: str, plural: str) -> None:
 def test_count_question_reads_the_label(store: ContentStore) -> None:
     op = OPS.get("text.count_question")
     ctx = OpContext(Record("img1", {"object": {"name": "traffic light"}}), rng_for(0), store)
-    assert op.apply(None, op.Params(), ctx).value.text == \
-        "How many traffic lights are there? Just answer the number."
+    out = op.apply(None, op.Params(), ctx)
+    assert out.value.text == "How many traffic lights are there? Just answer the number."
+    assert out.attrs == {"label": "traffic light", "plural": "traffic lights"}  # for the follow-up
     custom = op.Params(template="Count the {plural} ({label}).")
     assert op.apply(None, custom, ctx).value.text == "Count the traffic lights (traffic light)."
 
@@ -231,7 +232,7 @@ def test_rephrase_from_table(store: ContentStore) -> None:
 def test_ops_command_lists_the_text_ops() -> None:
     out = cli("ops", check=True).stdout
     for line in ("text.corrupt v1.0.0", "text.negate_question v1.0.0",
-                 "text.count_question v1.0.0", "text.rephrase_from_table v1.0.0"):
+                 "text.count_question v1.1.0", "text.rephrase_from_table v1.0.0"):
         assert line in out
 
 

@@ -183,7 +183,7 @@ class CountQuestion(Op):
     """MERLIM's counting question for a record's object label, correctly pluralised."""
 
     name = "text.count_question"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: the label and its plural are item attributes (for the follow-up)
     Params = CountParams
     input_kind = None
     output_kind = "text"
@@ -198,8 +198,9 @@ class CountQuestion(Op):
         if not isinstance(label, str) or not label.strip():
             raise OpError(Problem(f"record {ctx.record.id!r} has no label at "
                                   f"{params.label_field!r}", key="params.label_field"))
-        text = params.template.format(plural=pluralize(label.strip()), label=label.strip())
-        return OpOutput(Value("text", text=text))
+        label, plural = label.strip(), pluralize(label.strip())
+        text = params.template.format(plural=plural, label=label)
+        return OpOutput(Value("text", text=text), attrs={"label": label, "plural": plural})
 
 
 def pluralize(label: str) -> str:

@@ -113,9 +113,17 @@ class Stage(Strict):
     """A request stage. ``backend = "model"`` is the model under test, chosen at run time."""
 
     id: str
-    task: Literal["generate", "text-to-speech", "speech-to-text"] = "generate"
+    task: Literal["generate", "text-to-speech", "speech-to-text", "text-to-image"] = "generate"
     backend: str = "model"
     input: str = Field("prompt", description="'prompt' (the item) or an earlier stage id")
+    template: str | None = Field(
+        None, description="a later stage's prompt: Jinja2 over `answer` (the input stage's answer), "
+                          "`attrs` (the item's attributes) and `prompt` (the item's prompt); filter "
+                          "`number` reads the first number of a text, in digits or words. Default: "
+                          "the answer itself")
+    media: Literal["item", "answer", "none"] | None = Field(
+        None, description="what the stage's requests carry: the item's media, the input stage's "
+                          "answer (audio), or none. Default: 'item' for the first stage, 'answer' after")
 
     @field_validator("id")
     @classmethod
@@ -123,6 +131,18 @@ class Stage(Strict):
         if not IDENT.match(value):
             raise ValueError(f"stage id {value!r} must match [a-z][a-z0-9_]*")
         return value
+
+    @model_validator(mode="after")
+    def _reads_an_answer(self) -> Stage:
+        if self.input == "prompt" and (self.template is not None or self.media == "answer"):
+            raise ValueError(f"stage {self.id!r}: template and media = 'answer' need an earlier stage "
+                             "as input (the first stage's prompt is [prompt].template)")
+        return self
+
+    @property
+    def sends(self) -> str:
+        """What the stage's requests carry (``media`` with its default made explicit)."""
+        return self.media or ("item" if self.input == "prompt" else "answer")
 
 
 class Metric(BaseModel):
