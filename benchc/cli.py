@@ -222,6 +222,17 @@ def _offline_environment() -> None:
 INTERRUPTED = "interrupted: finished work is saved; rerun the same command to resume"
 
 
+def _register_command_modules() -> None:
+    """Command families that live in their own modules (each has ``register(app)``)."""
+    from . import cli_diff, cli_reports
+
+    for module in (cli_diff, cli_reports):
+        module.register(app)
+
+
+_register_command_modules()
+
+
 def main(argv: list[str] | None = None) -> int:
     from .compiler.errors import BenchcError
 
