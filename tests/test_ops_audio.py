@@ -257,5 +257,5 @@ def test_tts_without_espeak_is_a_clear_op_error(monkeypatch: pytest.MonkeyPatch)
 
 def test_ops_command_lists_the_audio_ops() -> None:
     out = cli("ops", check=True).stdout
-    assert "audio.corrupt v1.0.0  (audio -> audio)" in out
+    assert "audio.corrupt v1.1.0  (audio -> audio)" in out
     assert "audio.tts v1.0.0  (text -> audio)" in out and "speed: int = 175" in out

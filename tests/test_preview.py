@@ -27,7 +27,7 @@ from benchc.preview import (
     tile_origin,
 )
 
-SPEECH = SPECS / "mmcbench" / "speech_corruptions_generated.toml"
+SPEECH = SPECS / "mmcbench" / "speech2text.toml"
 TEXT = SPECS / "mmcbench" / "text_corruptions_generated.toml"
 
 

@@ -273,7 +273,9 @@ def load_16k(data: bytes) -> np.ndarray:
 
 
 class Params(OpParams):
-    corruption: Corruption = Field(description="one of MMCBench's 16 speech corruptions")
+    corruption: Corruption | Literal["clean"] = Field(
+        description="one of MMCBench's 16 speech corruptions, or 'clean': the speech unchanged (at "
+                    "16 kHz), the unperturbed reference item of a consistency metric")
     severity: Severity = Field("light", description="MMCBench's degree; ranges in SEVERITY")
 
 
@@ -282,7 +284,7 @@ class AudioCorrupt(Op):
 
     name = "audio.corrupt"
     reads_record = False
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params
     input_kind = "audio"
     output_kind = "audio"
@@ -293,6 +295,8 @@ class AudioCorrupt(Op):
     def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
         samples = load_16k(ctx.store.get(value.media))
+        if params.corruption == "clean":
+            return OpOutput(Value("audio", media=ctx.store.put(wav_bytes(samples, RATE), "audio")))
         out = corrupt(samples, params.corruption, params.severity, int(ctx.rng.integers(2**32)))
         return OpOutput(Value("audio", media=ctx.store.put(wav_bytes(out, RATE), "audio")))
 

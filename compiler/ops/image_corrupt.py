@@ -81,7 +81,9 @@ Corrupter = Callable[[Pixels, Any, np.random.Generator], Pixels]
 
 
 class Params(OpParams):
-    corruption: Corruption = Field(description="one of MMCBench's 29 image corruptions")
+    corruption: Corruption | Literal["clean"] = Field(
+        description="one of MMCBench's 29 image corruptions, or 'clean': the image unchanged (as RGB), "
+                    "the unperturbed reference item of a consistency metric")
     severity: Severity = Field("light", description="MMCBench's degree; values in LEVELS")
 
 
@@ -90,7 +92,7 @@ class Corrupt(Op):
 
     name = "image.corrupt"
     reads_record = False
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params
     input_kind = "image"
     output_kind = "image"
@@ -101,6 +103,8 @@ class Corrupt(Op):
     def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
         pixels = _input_pixels(ctx.store, value.media)
+        if params.corruption == "clean":
+            return OpOutput(Value("image", media=put_image(ctx.store, Image.fromarray(pixels, "RGB"))))
         level = LEVELS[params.corruption][0 if params.severity == "light" else 1]
         out = corrupt(pixels, params.corruption, level, ctx.rng)
         return OpOutput(Value("image", media=put_image(ctx.store, Image.fromarray(out, "RGB"))))

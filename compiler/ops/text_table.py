@@ -69,3 +69,25 @@ class FieldText(Op):
 
 
 OPS.register(FieldText.name, FieldText())
+
+
+class LiteralParams(OpParams):
+    text: str = Field(min_length=1, description="the text; sweep it (grid) to ask several instructions")
+
+
+class LiteralText(Op):
+    """A given text, the same for every record: an instruction of a prompt set (MERLIM's five
+    object-recognition prompts as a grid, for instruction bias)."""
+
+    name = "text.literal"
+    version = "1.0.0"
+    Params = LiteralParams
+    input_kind = None
+    output_kind = "text"
+    default_input = "record"
+
+    def apply(self, value: Value | None, params: LiteralParams, ctx: OpContext) -> OpOutput:
+        return OpOutput(Value("text", text=params.text))
+
+
+OPS.register(LiteralText.name, LiteralText())

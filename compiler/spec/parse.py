@@ -62,6 +62,8 @@ def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
                 hint="check quotes, brackets and '=' on that line",
             )
         ) from None
+    if "extends" in raw:
+        raw = _extend(raw, path)
     for override in overrides:
         _apply_override(raw, override, path)
     lines = index_lines(text)
@@ -70,6 +72,51 @@ def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
     except ValidationError as exc:
         raise SpecError([_problem_of(err, path, lines) for err in exc.errors()]) from None
     return LoadedSpec(spec=spec, path=path, text=text, raw=raw, lines=lines)
+
+
+def _extend(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``extends = "base.toml"``: the base spec's keys, with this spec's on top. Tables merge key
+    by key; arrays of tables ([[node]], [[stage]], [[metric]], [[filter]]) and other values are
+    replaced whole. The base must sit in this spec's folder (or below it), so the relative data
+    paths of both mean the same files; a base may extend another, never in a cycle."""
+    chain = [path.resolve()]
+    merged = dict(raw)
+    while "extends" in merged:
+        name = merged.pop("extends")
+        base = _base_path(name, chain[-1], path)
+        if base in chain:
+            raise SpecError(Problem(f"extends {name!r} makes a cycle", file=str(path), key="extends"))
+        chain.append(base)
+        try:
+            merged = _merge(tomllib.loads(base.read_text(encoding="utf-8")), merged)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise SpecError(Problem(f"cannot read the base spec {base.name}: {exc}", file=str(path),
+                                    key="extends", hint="check it with `benchc validate` on its own")) from None
+    return merged
+
+
+def _base_path(name: Any, extending: Path, spec: Path) -> Path:
+    folder = spec.resolve().parent
+    if not isinstance(name, str) or not name.endswith(".toml"):
+        raise SpecError(Problem(f"extends must name a .toml spec (got {name!r})", file=str(spec), key="extends"))
+    base = (extending.parent / name).resolve()
+    if not base.is_relative_to(folder):
+        raise SpecError(Problem(f"extends {name!r} leaves the spec's folder", file=str(spec), key="extends",
+                                hint="a base spec lives in the same folder as the specs that extend it"))
+    if not base.is_file():
+        raise SpecError(Problem(f"extends {name!r}: no such spec", file=str(spec), key="extends",
+                                hint=f"looked for {base}"))
+    return base
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def _apply_override(raw: dict[str, Any], override: str, path: Path) -> None:
