@@ -4,6 +4,7 @@ can change an answer, and bad options refused before any request."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,20 @@ from PIL import Image
 
 from benchc.compiler.errors import BackendError
 from benchc.compiler.spec.models import Generation
-from benchc.runtime.backends import Request, make_backend
+from benchc.runtime.backends import Backend, Request, make_backend
 from support.tiny_vlm import build_tiny_llava
 
 pytestmark = pytest.mark.slow  # loads a (tiny) model several times
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: the tiny model's matrices gain nothing from a second one, which on a
+    busy shared machine spin-waits for other processes (several times slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +82,7 @@ def test_sampling_seeds_come_from_the_request_and_leave_the_global_rng_alone(tin
 def test_greedy_fingerprint_covers_everything_that_can_change_an_answer(tiny_llava: Path) -> None:
     greedy = Generation(max_new_tokens=8)
     base = make_backend(f"hf:{tiny_llava},batch_size=4", greedy, "generate").fingerprint()
-    assert {"backend", "model", "transformers", "dtype", "generation"} <= set(base)  # the earlier fields
+    assert {"backend", "model", "transformers", "torchvision", "dtype", "generation"} <= set(base)
     assert base["device"] == "cpu" and base["torch"].startswith(torch.__version__.split("+")[0])
     assert base["batch_size"] == 4  # padding to a batch's longest prompt can flip a greedy argmax
     other_batch = make_backend(f"hf:{tiny_llava},batch_size=2", greedy, "generate").fingerprint()
@@ -131,3 +142,46 @@ def test_a_request_seed_replaces_the_base_seed_when_sampling(tiny_llava: Path) -
     seeded = [Request(request.key, "generate", request.prompt, None, (), 0, seed) for seed in (1, 1, 2)]
     one, again, two = (r.text for r in backend.run_batch(seeded, _load))
     assert one == again and one != two
+
+
+# --- out-of-memory backoff -----------------------------------------------------------------------
+
+def _out_of_memory_above_one_row(backend: Backend, monkeypatch: pytest.MonkeyPatch, limit: int = 1) -> list[int]:
+    """Make the backend's generate fail as CUDA does when a batch has more than ``limit`` rows
+    (0: always); return the list of batch sizes it was called with."""
+    real, calls = backend.model.generate, []  # type: ignore[attr-defined]
+
+    def generate(**kwargs: object) -> torch.Tensor:
+        rows = kwargs["input_ids"].shape[0]  # type: ignore[attr-defined]
+        calls.append(rows)
+        if rows > limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (simulated)")
+        return real(**kwargs)
+
+    monkeypatch.setattr(backend.model, "generate", generate)  # type: ignore[attr-defined]
+    return calls
+
+
+def test_a_batch_that_runs_out_of_memory_is_split_in_halves_down_to_single_requests(
+        tiny_llava: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    greedy = Generation(max_new_tokens=6)
+    one_by_one = make_backend(f"hf:{tiny_llava},batch_size=1", greedy, "generate")
+    expected = [one_by_one.run_batch([r], _load)[0].text for r in _requests()]
+    backend = make_backend(f"hf:{tiny_llava},batch_size=4", greedy, "generate")
+    backend.prepare()
+    calls = _out_of_memory_above_one_row(backend, monkeypatch)
+    assert [r.text for r in backend.run_batch(_requests(), _load)] == expected
+    assert calls == [4, 2, 1, 1, 2, 1, 1] and backend.oom_splits == 3  # type: ignore[attr-defined]
+    assert backend.fingerprint()["batch_size"] == 4  # the configured size, not the one that fitted
+
+
+def test_a_single_request_that_runs_out_of_memory_fails_with_one_clear_error(
+        tiny_llava: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = make_backend(f"hf:{tiny_llava},batch_size=2", Generation(max_new_tokens=6), "generate")
+    backend.prepare()
+    calls = _out_of_memory_above_one_row(backend, monkeypatch, limit=0)
+    with pytest.raises(BackendError, match="out of memory generating even a single request") as caught:
+        backend.run_batch(_requests()[:2], _load)
+    assert calls == [2, 1]  # split once, then the first half already fails alone
+    text = caught.value.render()
+    assert "batch_size=2" in text and "max_new_tokens=6" in text and "lower batch_size or max_new_tokens" in text

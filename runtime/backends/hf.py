@@ -1,22 +1,77 @@
 """Vision-language and text models through transformers' Auto classes, from a local folder.
 
 ``hf:/path/to/model`` loads ``AutoProcessor`` and ``AutoModelForImageTextToText`` with
-``local_files_only=True`` (nothing is fetched from a hub), renders each prompt through the
-processor's chat template when it has one, and generates in left-padded batches. A request may
-carry no image (compile-time model steps such as a translation send text only): LLaVA-style
-processors then get ``images=None`` and a prompt without image placeholders. A folder whose
-config is a text-only causal LM (no image-text-to-text class for it) loads with
+``local_files_only=True`` (nothing is fetched from a hub) and generates in left-padded batches. A
+folder whose config is a text-only causal LM (no image-text-to-text class for it) loads with
 ``AutoTokenizer`` and ``AutoModelForCausalLM`` instead and refuses requests with images.
+
+Families
+--------
+Tested on tiny random-weight models of each (``tests/test_hf_families.py``): LLaVA-1.5,
+LLaVA-NeXT (``image_sizes``), Qwen2-VL and Qwen2.5-VL (``image_grid_thw``, M-RoPE), Idefics3
+(also SmolVLM v1, whose checkpoints are Idefics3; image splitting, ``pixel_attention_mask``),
+BLIP-2 (OPT) and InstructBLIP (Flan-T5) (Q-Former query tokens, which the processor inserts from
+``num_query_tokens``), and PaliGemma. SmolVLM2 is the Idefics3 design too, but its processor
+module imports torchvision, so without torchvision it fails to load with one BackendError
+naming it. Whatever extra tensors a family's processor returns go to ``generate`` unchanged
+(``token_type_ids`` only where the model's forward takes them).
+
+How a request becomes the model's input:
+
+* Families with a chat template (LLaVA, LLaVA-NeXT, Qwen-VL, Idefics3/SmolVLM) get the
+  processor's template over a user turn of image parts then the prompt (and a system turn when the
+  request has one); the processor expands each image placeholder to the family's image tokens.
+* Families without one get the prompt form of their model card, from ``PROMPT_FORMS`` (one
+  table, below): BLIP-2 ``Question: {q} Answer:``, InstructBLIP the instruction as it is,
+  PaliGemma ``<image>answer en {q}`` (its processor adds ``<bos>`` after the image tokens and the
+  closing newline of the prefix). These forms apply even if such a folder carries a chat template.
+* Any other folder without a chat template gets ``<image>\\n`` per image, then the prompt.
+
+A request may carry no image (compile-time model steps such as a translation, or MERLIM's LLM-only
+ablation, send text only): chat families then get a text-only turn and ``images=None``. BLIP-2,
+InstructBLIP and PaliGemma cannot answer without an image (their ``generate`` or processor needs
+pixel values; the LLM alone would be another model), so such a request fails before any generation
+with one BackendError. They also take one image per request.
+
+Answers: ``generate`` returns the prompt then the new tokens for decoder-only language models and
+only the new tokens for encoder-decoder ones (InstructBLIP/BLIP-2 on Flan-T5), so the prompt is cut
+off only in the first case. The model's own generation config is passed to ``generate``
+explicitly: BLIP-2 and InstructBLIP hand generation to their inner language model, which would
+otherwise use defaults derived from its config and ignore the checkpoint's (eos, suppressed
+tokens). Floating-point inputs (pixel values) are cast to the model's dtype.
+
+transformers 4.57 and 5.x
+-------------------------
+Written for both (here 4.57; GPU machines run 5.x). Differences that matter here:
+``AutoModelForVision2Seq`` is gone in 5.x (``AutoModelForImageTextToText`` exists in both);
+weights load with ``dtype=`` (``torch_dtype=`` is removed); ``batch_decode`` was folded into
+``decode`` (answers are decoded row by row with ``decode``); ``apply_chat_template`` returns a
+``BatchEncoding`` when it tokenizes (it is only ever asked for text here); processors derive
+their parts from their ``__init__`` signature instead of an ``attributes`` list; fast (torchvision)
+image processors are the default in 5.x, and the slow (PIL) ones give slightly different pixels,
+which is why torchvision's version (or its absence) enters the fingerprint.
+
+Processors with a video part (Qwen2-VL, Qwen2.5-VL, SmolVLM2) need torchvision for it even for
+images. Without torchvision (as here) the backend builds the family's processor without its
+video processor, from the folder's image processor, tokenizer and processor settings; requests
+have no videos, so the answers are those of the full processor with the same image processor.
 
 Weights load on the first batch (or ``prepare()``, which ``benchc run`` calls before its first
 request), so that a fingerprint, which needs only the folder's digest, costs no load.
 
 What can change an answer, and so enters the fingerprint (the backend's part of every request
-key): the model folder's digest, transformers and torch versions, dtype, the device (type, and
-the GPU model on CUDA), the generation settings, and for greedy decoding the batch size: requests
-of a batch are left-padded to a common length, and padding changes the shapes of the matrix
-products, hence their rounding, which can flip an argmax on some models. (Which requests share a
-batch can matter in the same way; batch size is the part a user controls.)
+key): the model folder's digest, transformers, torch and torchvision versions, dtype, the device
+(type, and the GPU model on CUDA), the generation settings, and for greedy decoding the batch
+size: requests of a batch are left-padded to a common length, and padding changes the shapes of the
+matrix products, hence their rounding, which can flip an argmax on some models. (Which requests
+share a batch can matter in the same way; batch size is the part a user controls.)
+
+Out of memory: when ``generate`` runs out of GPU memory on a greedy batch, the backend empties the
+CUDA cache, splits the batch in halves and runs each half, down to single requests; a single
+request that still does not fit fails with one BackendError. Each split is counted in
+``oom_splits`` for the caller to log. Backoff changes which requests share a padded batch, so
+the answers of a split batch are those of smaller batches; the fingerprint keeps the configured
+``batch_size`` (the user's setting, and what the run would use given the memory).
 
 Sampled requests (temperature > 0) run one at a time, each under its own seed derived from the
 request's content (prompt, system, media, sample index) and ``generation.seed``. A sampled answer
@@ -27,7 +82,9 @@ generator per row, which ``generate`` does not offer.)
 
 from __future__ import annotations
 
+import inspect
 import io
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +96,33 @@ from benchc.compiler.errors import BackendError, Problem
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
+
+
+@dataclass(frozen=True)
+class PromptForm:
+    """How a family without a chat template is prompted: the form of its model card.
+
+    ``template`` has ``{images}`` (the processor's image token once per image, for processors that
+    expect it in the text) and ``{prompt}`` (the request's prompt; a system text, which these
+    families have no turn for, comes before it, separated by a space)."""
+
+    template: str
+    needs_image: bool = True
+    """The family cannot answer a request without an image."""
+    max_images: int = 1
+
+
+PROMPT_FORMS: dict[str, PromptForm] = {
+    # BLIP-2 (OPT / Flan-T5): the VQA form of its model card; the processor prepends the Q-Former's
+    # query tokens itself (``num_query_tokens``), and generate() needs pixel values.
+    "blip-2": PromptForm("Question: {prompt} Answer:"),
+    # InstructBLIP: the instruction as it is (model card); it also goes to the Q-Former.
+    "instructblip": PromptForm("{prompt}"),
+    # PaliGemma: image tokens, then a task prefix ("answer en" for questions); the processor adds
+    # <bos> after the image tokens and the newline that ends the prefix, and needs images.
+    "paligemma": PromptForm("{images}answer en {prompt}"),
+}
+"""Prompt rules of the families without a chat template, by ``config.model_type``."""
 
 
 @lru_cache(maxsize=8)
@@ -58,6 +142,13 @@ def request_seed(request: Request, base: int | None) -> int:
     return int(digest(content)[:15], 16)
 
 
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _is_image_text_to_text(config: Any) -> bool:
     """Whether transformers has an image-text-to-text class for this config (else: text only)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
@@ -73,6 +164,56 @@ def _image(data: bytes, sha256: str) -> Any:
     except (UnidentifiedImageError, OSError) as exc:
         raise BackendError(Problem(f"hf: image {sha256[:12]} cannot be decoded: {exc}",
                                    hint="the compile cache may be damaged; recompile with a fresh --cache")) from None
+
+
+def _missing_module(exc: BaseException) -> str:
+    """The module an import error (or one of its causes) could not find, else 'a package'."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name and "." not in seen.name:
+            return seen.name
+        seen = seen.__cause__ or seen.__context__
+    return "a package"
+
+
+class _NoVideoProcessor:
+    """Stands in for a processor's video part where torchvision (which it needs) is missing:
+    requests carry no videos, and chat templates read only these two settings from it."""
+
+    num_frames = None
+    fps = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise BackendError(Problem("hf: this processor's video part needs torchvision, which is not installed"))
+
+
+def _image_only_processor(path: Path, config: Any) -> Any:
+    """The family's processor without its video processor (which needs torchvision even for
+    images): built from the folder's image processor, tokenizer and processor settings."""
+    from transformers import AutoImageProcessor, AutoTokenizer
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING
+
+    base = PROCESSOR_MAPPING[type(config)]
+    parameters = inspect.signature(base.__init__).parameters
+    if "video_processor" not in parameters:
+        raise ImportError(f"{base.__name__} needs a package that is not installed")
+
+    class ImageOnly(base):  # type: ignore[misc, valid-type]
+        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+            if argument_name == "video_processor" and isinstance(argument, _NoVideoProcessor):
+                return _NoVideoProcessor
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+    ImageOnly.__name__ = ImageOnly.__qualname__ = base.__name__
+    image_processor = AutoImageProcessor.from_pretrained(path, local_files_only=True, use_fast=False)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    settings, _ = base.get_processor_dict(path, local_files_only=True)
+    settings = {k: v for k, v in settings.items()
+                if k in parameters and k not in ("self", "image_processor", "tokenizer", "video_processor")}
+    if "chat_template" in parameters and not settings.get("chat_template"):
+        settings["chat_template"] = tokenizer.chat_template
+    return ImageOnly(image_processor=image_processor, tokenizer=tokenizer, video_processor=_NoVideoProcessor(),
+                     **settings)
 
 
 class HFVision(Backend):
@@ -98,6 +239,8 @@ class HFVision(Backend):
         self.torch = torch
         self.device = self._device(self.option("device", "cpu"))
         self._loaded = False
+        self.oom_splits = 0
+        """How many times a batch was split in halves after running out of memory (to log)."""
 
     def prepare(self) -> None:
         if not self._loaded:
@@ -112,12 +255,14 @@ class HFVision(Backend):
         try:
             config = AutoConfig.from_pretrained(self.path, local_files_only=True)
             self.takes_images = _is_image_text_to_text(config)
+            self.family = getattr(config, "model_type", "")
+            self.prompt_form = PROMPT_FORMS.get(self.family) if self.takes_images else None
             # Building a model draws its initial weights from the global RNG before loading the
             # real ones: fork it, so that loading (which may now happen mid-run) leaves it alone.
             with self.torch.random.fork_rng(devices=[]):
-                self.processor, self.model = (self._load_vision() if self.takes_images else self._load_text())
-        except (OSError, ValueError, KeyError) as exc:
-            raise BackendError(Problem(f"hf: cannot load {self.path}: {str(exc).splitlines()[0]}",
+                self.processor, self.model = (self._load_vision(config) if self.takes_images else self._load_text())
+        except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
+            raise BackendError(Problem(f"hf: cannot load {self.path}: {str(exc).strip().splitlines()[0]}",
                                        hint="is it an image-text-to-text model (or a causal LM) saved "
                                             "with save_pretrained?")) from None
         self.model.to(self.device).eval()
@@ -125,11 +270,25 @@ class HFVision(Backend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:  # many causal LMs ship without a pad token
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        text_config = self.model.config.get_text_config()
+        self.encoder_decoder = bool(getattr(text_config, "is_encoder_decoder", False)
+                                    or getattr(self.model.config, "is_encoder_decoder", False))
 
-    def _load_vision(self) -> tuple[Any, Any]:
+    def _load_vision(self, config: Any) -> tuple[Any, Any]:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
+        try:
+            processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
+        except ImportError:  # a video processor that needs torchvision (see the module docstring)
+            try:
+                processor = _image_only_processor(self.path, config)
+            except ImportError as exc:
+                missing = _missing_module(exc)
+                raise BackendError(Problem(
+                    f"hf: the processor of {self.path.name} ({config.model_type}) needs {missing}, "
+                    "which is not installed",
+                    hint=f"install {missing} (some families' processors, such as SmolVLM2's, import "
+                         "torchvision for their video part even to read images)")) from None
         model = AutoModelForImageTextToText.from_pretrained(
             self.path, local_files_only=True, dtype=getattr(self.torch, self.dtype_name))
         return processor, model
@@ -164,6 +323,8 @@ class HFVision(Backend):
         out: dict[str, Any] = {
             "backend": self.name, "model": model_digest(str(self.path)),
             "transformers": metadata.version("transformers"), "torch": metadata.version("torch"),
+            # with torchvision, transformers 5 picks the fast image processors (other pixels)
+            "torchvision": _version("torchvision"),
             "dtype": self.dtype_name, "device": self._device_identity(),
             "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)
@@ -180,9 +341,13 @@ class HFVision(Backend):
     def _has_chat_template(self) -> bool:
         return bool(getattr(self.processor, "chat_template", None) or getattr(self.tokenizer, "chat_template", None))
 
+    # --- prompts ------------------------------------------------------------------------------
+
     def _text(self, request: Request, n_images: int) -> str:
         if not self.takes_images:
             return self._plain_text(request)
+        if self.prompt_form is not None:
+            return self._form_text(request, n_images)
         content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": request.prompt}]
         messages = [{"role": "user", "content": content}]
         if request.system:
@@ -190,6 +355,14 @@ class HFVision(Backend):
         if self._has_chat_template:
             return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return "<image>\n" * n_images + request.prompt
+
+    def _form_text(self, request: Request, n_images: int) -> str:
+        """The family's documented prompt form (``PROMPT_FORMS``)."""
+        assert self.prompt_form is not None
+        prompt = f"{request.system} {request.prompt}" if request.system else request.prompt
+        image_token = getattr(self.processor, "image_token", "<image>")
+        image_token = getattr(image_token, "content", image_token)  # an AddedToken in BLIP processors
+        return self.prompt_form.template.format(images=image_token * n_images, prompt=prompt)
 
     def _plain_text(self, request: Request) -> str:
         """A text-only model's input: its chat template over string contents (the form text
@@ -201,46 +374,103 @@ class HFVision(Backend):
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return f"{request.system}\n\n{request.prompt}" if request.system else request.prompt
 
+    def _check_images(self, request: Request, n_images: int) -> None:
+        """Refuse, before any generation, what the model cannot take."""
+        if n_images and not self.takes_images:
+            raise BackendError(Problem(f"hf: {self.path.name} is a text-only model and a request has an image",
+                                       hint="use an image-text-to-text model for requests with images"))
+        form = self.prompt_form
+        if form is not None and form.needs_image and not n_images:
+            raise BackendError(Problem(
+                f"hf: {self.path.name} ({self.family}) cannot answer a request without an image "
+                f"(request {request.key})",
+                hint="send text-only requests (such as an LLM-only ablation) to a chat VLM or a text model"))
+        if form is not None and n_images > form.max_images:
+            raise BackendError(Problem(
+                f"hf: {self.path.name} ({self.family}) takes at most {form.max_images} image per request; "
+                f"request {request.key} has {n_images}",
+                hint="combine the images into one, or use a multi-image model"))
+
+    # --- generation ---------------------------------------------------------------------------
+
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         self.prepare()
         if self.sampling:
-            return [self._generate([r], load_media, seed=request_seed(r, self.generation.seed))[0]
+            return [self._generate_or_split([r], load_media, seed=request_seed(r, self.generation.seed))[0]
                     for r in requests]
-        return self._generate(requests, load_media, seed=None)
+        return self._generate_or_split(requests, load_media, seed=None)
 
     def _inputs(self, requests: list[Request], load_media: MediaLoader) -> dict[str, Any]:
         """The batch's tensors: prompts with their images (none for text-only requests)."""
         images, texts = [], []
         for request in requests:
             shas = [sha for kind, sha in request.media if kind == "image"]
-            if shas and not self.takes_images:
-                raise BackendError(Problem(f"hf: {self.path.name} is a text-only model and a request has an image",
-                                           hint="use an image-text-to-text model for requests with images"))
+            self._check_images(request, len(shas))
             images += [_image(load_media("image", s), s) for s in shas]
             texts.append(self._text(request, len(shas)))
         if self.takes_images:
-            return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
-        # A chat template writes the special tokens itself; the tokenizer must not add a second BOS.
-        encoded = self.tokenizer(texts, return_tensors="pt", padding=True,
-                                 add_special_tokens=not self._has_chat_template)
-        return {k: v for k, v in encoded.items() if k != "token_type_ids"}  # causal LMs take none
+            encoded = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+        else:
+            # A chat template writes the special tokens itself; the tokenizer must not add a second BOS.
+            encoded = self.tokenizer(texts, return_tensors="pt", padding=True,
+                                     add_special_tokens=not self._has_chat_template)
+        return {k: v for k, v in encoded.items() if k != "token_type_ids" or self._takes("token_type_ids")}
+
+    def _takes(self, name: str) -> bool:
+        """Whether the model's forward takes this input (causal LMs take no token_type_ids)."""
+        return name in inspect.signature(self.model.forward).parameters
+
+    def _to_device(self, value: Any) -> Any:
+        """Move a tensor to the model's device; floating-point ones (pixel values) also to its dtype."""
+        if not isinstance(value, self.torch.Tensor):
+            return value
+        if value.is_floating_point():
+            return value.to(self.device, dtype=self.model.dtype)
+        return value.to(self.device)
+
+    def _generate_or_split(self, requests: list[Request], load_media: MediaLoader,
+                           seed: int | None) -> list[Response]:
+        """``_generate``, halving the batch after an out-of-memory error down to single requests
+        (see the module docstring)."""
+        out_of_memory = getattr(self.torch, "OutOfMemoryError", self.torch.cuda.OutOfMemoryError)
+        try:
+            return self._generate(requests, load_media, seed)
+        except out_of_memory:
+            pass  # free the failed batch's tensors (held by the traceback) before retrying
+        self._release_memory()
+        if len(requests) == 1:
+            raise BackendError(Problem(
+                f"hf: out of memory generating even a single request with {self.path.name} "
+                f"(batch_size={self.batch_size}, max_new_tokens={self.generation.max_new_tokens}, "
+                f"dtype={self.dtype_name}, device={self.device})",
+                hint="lower batch_size or max_new_tokens, use dtype=bfloat16, or a device with more memory"))
+        self.oom_splits += 1
+        half = len(requests) // 2
+        return (self._generate_or_split(requests[:half], load_media, seed)
+                + self._generate_or_split(requests[half:], load_media, seed))
+
+    def _release_memory(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
 
     def _generate(self, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
         """One padded ``generate`` call; ``seed`` seeds the RNG for it alone (fork_rng restores
         the caller's RNG state afterwards)."""
-        inputs = {k: v.to(self.device) for k, v in self._inputs(requests, load_media).items()}
+        inputs = {k: self._to_device(v) for k, v in self._inputs(requests, load_media).items()}
         forked = [self.device.index or 0] if self.device.type == "cuda" else []
         with self.torch.inference_mode(), self.torch.random.fork_rng(devices=forked):
             if seed is not None:
                 self.torch.manual_seed(seed)
             out = self.model.generate(**inputs, **self._generate_kwargs())
-        new_tokens = out[:, inputs["input_ids"].shape[1]:]
-        decoded = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        return [Response("text", text=t.strip()) for t in decoded]
+        # Decoder-only models return the prompt then the answer; encoder-decoder ones the answer.
+        new_tokens = out if self.encoder_decoder else out[:, inputs["input_ids"].shape[1]:]
+        return [Response("text", text=self.tokenizer.decode(row, skip_special_tokens=True).strip())
+                for row in new_tokens]
 
     def _generate_kwargs(self) -> dict[str, Any]:
         g = self.generation
-        kwargs: dict[str, Any] = {"max_new_tokens": g.max_new_tokens,
+        kwargs: dict[str, Any] = {"generation_config": self.model.generation_config,
+                                  "max_new_tokens": g.max_new_tokens,
                                   "pad_token_id": self.tokenizer.pad_token_id}
         if g.temperature > 0:
             kwargs.update(do_sample=True, temperature=g.temperature, top_p=g.top_p)
