@@ -29,6 +29,10 @@ BackendOpt = Annotated[list[str] | None, typer.Option(
     "--backend", help="STAGE=BACKEND: answer a stage with another backend, e.g. transcript=pocketsphinx")]
 TextOnlyOpt = Annotated[bool, typer.Option(
     "--text-only", help="leave the images out of every request (an LLM-only ablation, as MERLIM's)")]
+ExecutorOpt = Annotated[str, typer.Option(
+    "--executor", help="local, or ray: each of --workers Ray actors holds one backend (one GPU each on CUDA)")]
+RayAddressOpt = Annotated[str | None, typer.Option(
+    "--ray-address", help="a running Ray cluster (HOST:PORT) for --executor ray; default: start a local one")]
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -121,13 +125,14 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
         model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
         backend: BackendOpt = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1,
-        text_only: TextOnlyOpt = False) -> None:
+        text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
+        ray_address: RayAddressOpt = None) -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
 
     overrides = api.parse_backends(backend or [])
     for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                           backends=overrides, text_only=text_only):
+                           backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address):
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
                    f"({outcome.cached} cached, {outcome.ran} run)")
 
@@ -158,13 +163,14 @@ def evaluate(spec: SpecArg,
              model: Annotated[str | None, typer.Option("--model", "-m")] = None,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
              workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None,
-             text_only: TextOnlyOpt = False) -> None:
+             text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
+             ray_address: RayAddressOpt = None) -> None:
     """compile + run + score + report in one command."""
     from . import api
 
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                           overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []),
-                          text_only=text_only)
+                          text_only=text_only, executor=executor, ray_address=ray_address)
     typer.echo(result.report_path.read_text())
     typer.echo(f"report: {result.report_path}")
 

@@ -3,6 +3,10 @@
 CPU engines that are safe to load several times (espeak, pocketsphinx) run in worker processes,
 one backend per worker; GPU models run in-process, batched. Every finished batch is committed at
 once, so Ctrl-C or a kill loses only batches in flight and a rerun resumes from the store.
+
+``--executor ray`` sends the same batches to Ray actors instead (``ray_executor``); the driver
+still commits each batch as it finishes, so both executors store the same answers under the same
+keys and resume the same way.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -26,6 +31,32 @@ from .store import ResponseStore
 
 
 CACHE_HINT = "pass the --cache the manifest was compiled with (default .benchc/cache)"
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """Where batches are answered: ``local`` (this process, or its worker pool for CPU engines)
+    or ``ray`` (actors on the Ray cluster at ``address``; None starts a local one). Checked when
+    it is made, so a typo or a missing Ray fails before anything is compiled or run."""
+
+    kind: str = "local"
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise RunError(Problem(f"unknown executor {self.kind!r}", key="--executor",
+                                   hint="one of: " + ", ".join(EXECUTORS)))
+        if self.address is not None and self.kind != "ray":
+            raise RunError(Problem("--ray-address is only for the Ray executor", key="--ray-address",
+                                   hint="add --executor ray, or leave --ray-address out"))
+        if self.kind == "ray":
+            from .ray_executor import import_ray
+
+            import_ray()
+
+
+LOCAL = ExecutorChoice()
 
 
 class MediaSource:
@@ -83,15 +114,21 @@ def _progress(enabled: bool) -> Progress:
                     disable=not enabled)
 
 
+Advance = Callable[[int], None]
+"""Moves the progress bar by a number of answered requests."""
+
+
 def _commit(store: ResponseStore, backend_name: str, batch: list[Request], answers: list[Response]) -> None:
+    """One batch, one transaction: a kill leaves a batch wholly stored or wholly missing."""
     if len(answers) != len(batch):
         raise RuntimeError(f"backend {backend_name} returned {len(answers)} answers for {len(batch)} requests")
     store.put_many(backend_name, [(r.key, a.kind, a.text, a.data) for r, a in zip(batch, answers)])
 
 
 def execute(backend: Backend, requests: list[Request], store: ResponseStore, media: MediaSource,
-            workers: int, label: str, show_progress: bool) -> None:
-    """Answer ``requests`` (all missing from the store) and commit them batch by batch."""
+            workers: int, label: str, show_progress: bool, executor: ExecutorChoice = LOCAL) -> None:
+    """Answer ``requests`` (all missing from the store) and commit them batch by batch, here or
+    (``executor.kind == "ray"``) on ``workers`` Ray actors."""
     if not requests:
         return
     batches = list(_batches(requests, max(1, backend.batch_size)))
@@ -105,7 +142,11 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
             elapsed = progress.tasks[0].elapsed or 0.0
             progress.update(task, advance=n, rate=f"{done / elapsed:6.1f} req/s" if elapsed else "")
 
-        if workers > 1 and backend.process_parallel and len(batches) > 1:
+        if executor.kind == "ray":
+            from .ray_executor import execute_ray
+
+            execute_ray(backend, batches, store, media, workers, advance, executor.address)
+        elif workers > 1 and backend.process_parallel and len(batches) > 1:
             _execute_pool(backend, batches, store, media, workers, advance)
         else:
             for batch in batches:
@@ -114,7 +155,7 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
 
 
 def _execute_pool(backend: Backend, batches: list[list[Request]], store: ResponseStore,
-                  media: MediaSource, workers: int, advance) -> None:
+                  media: MediaSource, workers: int, advance: Advance) -> None:
     init = (backend.spec, backend.generation, next(iter(backend.tasks)),
             str(media.cache.root), str(media.blobs.root.parent))
     with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=init) as pool:
@@ -135,7 +176,8 @@ def _execute_pool(backend: Backend, batches: list[list[Request]], store: Respons
             raise
 
 
-def _drain(pending: dict[Future, list[Request]], store: ResponseStore, name: str, advance, mode) -> None:
+def _drain(pending: dict[Future, list[Request]], store: ResponseStore, name: str, advance: Advance,
+           mode: str) -> None:
     finished, _ = wait(list(pending), return_when=mode)
     for future in finished:
         batch = pending.pop(future)

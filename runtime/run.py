@@ -27,7 +27,7 @@ from benchc.compiler.spec.models import Generation, Spec, Stage
 from benchc.compiler.templates import TemplateProblem, compile_template, render
 
 from .backends import Backend, Request, make_backend
-from .executor import MediaSource, execute
+from .executor import LOCAL, ExecutorChoice, MediaSource, execute
 from .overrides import check_backend_overrides
 from .runfolder import RESPONSES_FILE, RUN_FILE, check_run_dir, manifest_items, open_manifest, write_run_folder
 from .store import ResponseStore, StoredResponse
@@ -44,6 +44,7 @@ class RunOptions:
     backends: dict[str, str] = field(default_factory=dict)  # stage id -> backend override
     progress: bool = True
     text_only: bool = False  # leave images out of every request (an LLM-only ablation)
+    executor: ExecutorChoice = LOCAL  # local, or ray (--executor)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _later_media(stage: Stage, item_media: list[tuple[str, str]], answer: Stored
     if stage.sends == "item":
         return item_media
     if stage.sends == "answer":
-        return [("audio", answer.blob)] if answer.blob else []
+        return [(answer.kind, answer.blob)] if answer.blob else []  # audio, or an image (text-to-image)
     return []
 
 
@@ -174,7 +175,7 @@ def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, 
     unique = {r.key: r for r in requests.values()}
     missing = store.missing(unique)
     execute(backend, [unique[k] for k in missing], store, media, options.workers,
-            f"{stage.id} ({backend.spec})", options.progress)
+            f"{stage.id} ({backend.spec})", options.progress, options.executor)
     stored = store.get_many(unique)
     lost = [k for k in unique if k not in stored]
     if lost:
@@ -208,5 +209,6 @@ def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends:
         "seconds": round(time.time() - started, 3),
         "workers": options.workers,
         "text_only": options.text_only,
+        "executor": options.executor.kind,
     }
     write_run_folder(Path(run_dir), frame, record)
