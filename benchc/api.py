@@ -20,7 +20,10 @@ from .compiler.resolve import Resolved, resolve
 from .compiler.spec.parse import load_spec
 
 if TYPE_CHECKING:
+    from .compiler.diff import Diff
     from .preview import PreviewResult
+    from .runtime.diff_runs import RunsDiff
+    from .runtime.plan import StagePlan
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -82,12 +85,19 @@ def _model_step_backend_problems(loaded: Any, resolved: Resolved | None) -> list
 
 def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
             data_roots: list[Path] | None = None, workers: int = 1, overrides: list[str] | None = None,
-            use_memo: bool = True, store_dir: Path | str = DEFAULT_STORE, progress: bool = True) -> CompileResult:
+            use_memo: bool = True, store_dir: Path | str = DEFAULT_STORE, progress: bool = True,
+            check_version: bool = True) -> CompileResult:
     """Compile a spec. Model-backed nodes are answered through the runtime (its backends, and
-    the response store ``store_dir``, which a recompile or a resumed compile reads first)."""
+    the response store ``store_dir``, which a recompile or a resumed compile reads first).
+    ``check_version``: a spec with a committed lock whose content moved at the lock's version
+    is refused (``compiler/diff_version.py``; skipped with ``--set`` overrides)."""
     from dataclasses import replace
 
+    from .compiler.diff_version import check_source_version, check_spec_version
     from .runtime.model_client import RuntimeModelClient
+
+    if check_version:
+        check_spec_version(spec_path, overrides)
 
     client = RuntimeModelClient(Path(cache_dir), Path(store_dir), progress=progress)
     options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
@@ -96,16 +106,21 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
         result = compile_spec(spec_path, out_dir, options)
     finally:
         client.close()
+    if check_version:
+        check_source_version(spec_path, result.lock, overrides)
     return replace(result, model_requests=client.requests, model_calls=client.calls)
 
 
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,
         cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE, workers: int = 1,
-        backends: dict[str, str] | None = None, progress: bool = True, text_only: bool = False) -> list[Any]:
+        backends: dict[str, str] | None = None, progress: bool = True, text_only: bool = False,
+        executor: str = "local", ray_address: str | None = None) -> list[Any]:
+    from .runtime.executor import ExecutorChoice
     from .runtime.run import RunOptions, run_manifest
 
     options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir), workers=workers,
-                         backends=dict(backends or {}), progress=progress, text_only=text_only)
+                         backends=dict(backends or {}), progress=progress, text_only=text_only,
+                         executor=ExecutorChoice(executor, ray_address))
     return run_manifest(Path(manifest_dir), Path(run_dir), options)
 
 
@@ -129,6 +144,37 @@ def report(run_dir: Path | str) -> Path:
     return write_report(Path(run_dir))
 
 
+def report_folder(run_dir: Path | str, out_dir: Path | str | None = None, *, cache_dir: Path | str = DEFAULT_CACHE,
+                  store_dir: Path | str = DEFAULT_STORE, manifest_dir: Path | str | None = None,
+                  by: list[str] | None = None, max_groups: int = 100, browser: str = "on") -> Any:
+    """Write a run's report folder (tables, figures, index.html with the item browser) and
+    report.md; ``by`` adds per-attribute breakdowns (the run re-scored with that split)."""
+    from .runtime.report import build_report
+
+    return build_report(Path(run_dir), Path(out_dir) if out_dir is not None else None, cache_dir=Path(cache_dir),
+                        store_dir=Path(store_dir), manifest_dir=Path(manifest_dir) if manifest_dir else None,
+                        by=list(by or []), max_groups=max_groups, browser=browser)  # type: ignore[arg-type]
+
+
+def reproduce(paper: Path | str, *, record: bool = False, check: bool = True) -> Any:
+    """Regenerate a paper file's tables and figures from its runs; ``record`` writes their hashes
+    into the paper file, else (with ``check``) any drift raises CheckFailed (exit 1)."""
+    from .runtime.reproduce import check as check_drift
+    from .runtime.reproduce import reproduce as run_reproduce
+
+    result = run_reproduce(Path(paper), record=record)
+    if check:
+        check_drift(result, Path(paper))
+    return result
+
+
+def check_reproduction(result: Any, paper: Path | str) -> None:
+    """Raise CheckFailed if ``reproduce(..., check=False)`` found drift."""
+    from .runtime.reproduce import check as check_drift
+
+    check_drift(result, Path(paper))
+
+
 @dataclass(frozen=True)
 class Evaluation:
     manifest_dir: Path
@@ -141,18 +187,21 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
              cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
              workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
              data_roots: list[Path] | None = None, backends: dict[str, str] | None = None,
-             text_only: bool = False) -> Evaluation:
-    """compile + run + score + report in one call. ``backends`` (stage id -> backend) are checked
-    against the spec's stages before anything is compiled."""
+             text_only: bool = False, executor: str = "local", ray_address: str | None = None) -> Evaluation:
+    """compile + run + score + report in one call. ``backends`` (stage id -> backend) and the
+    executor are checked before anything is compiled."""
+    from .runtime.executor import ExecutorChoice
     from .runtime.overrides import check_backend_overrides
 
+    ExecutorChoice(executor, ray_address)  # a typo or a missing Ray fails before the compile
     out = Path(out_dir)
     resolved = validate(spec_path, overrides)
     check_backend_overrides(dict(backends or {}), list(resolved.loaded.spec.stage))
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
                        overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
-        workers=workers, progress=progress, backends=backends, text_only=text_only)
+        workers=workers, progress=progress, backends=backends, text_only=text_only, executor=executor,
+        ray_address=ray_address)
     scores = score(out / "run")
     return Evaluation(manifest.manifest_dir, out / "run", report(out / "run"), scores)
 
@@ -178,16 +227,29 @@ def check_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path,
     if not committed_path.exists():
         return [Problem("no committed lock", file=str(committed_path), hint="run `benchc lock SPEC`")]
     committed = json.loads(committed_path.read_text())
-    fresh = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir, store_dir=store_dir).lock
-    problems = []
-    for key in LOCK_IDENTITY + ("source",):
-        if committed.get(key) != fresh.get(key):
-            hint = ("the spec changed without a version bump: bump [benchmark].version and run `benchc lock`"
-                    if committed["benchmark"]["version"] == fresh["benchmark"]["version"] else
-                    "run `benchc lock` to record the new version")
-            problems.append(Problem(f"{key} differs from the committed lock", file=str(committed_path),
-                                    key=key, hint=hint))
-    return problems
+    fresh = compile(spec_path, workdir / spec_path.stem, cache_dir=cache_dir, store_dir=store_dir,
+                    check_version=False).lock
+    moved = [key for key in LOCK_IDENTITY + ("source",) if committed.get(key) != fresh.get(key)]
+    if not moved:
+        return []
+    return [_lock_drift_problem(spec_path, committed_path, committed, fresh, moved)]
+
+
+def _lock_drift_problem(spec_path: Path, committed_path: Path, committed: dict[str, Any],
+                        fresh: dict[str, Any], moved: list[str]) -> Problem:
+    """One problem per out-of-date lock: which fields moved, what changed in the spec (against
+    the spec at the lock's commit, when git has it) and in the lock, and the bump to make."""
+    from .compiler.diff_version import BUMP_RULE, lock_change_lines, spec_drift_lines
+
+    same_version = committed["benchmark"]["version"] == fresh["benchmark"]["version"]
+    lines, rev = spec_drift_lines(spec_path, committed_path, committed) if "spec_digest" in moved else ([], None)
+    lines += lock_change_lines(committed, fresh)
+    see = f"; `benchc diff {spec_path}@{rev[:12]} {spec_path}` lists the items that changed" if rev else ""
+    hint = (f"the spec changed without a version bump: bump [benchmark].version ({BUMP_RULE}) and run "
+            f"`benchc lock`{see}" if same_version else "run `benchc lock` to record the new version")
+    verb = "differs" if len(moved) == 1 else "differ"
+    message = f"{', '.join(moved)} {verb} from the committed lock" + "".join(f"\n    {line}" for line in lines)
+    return Problem(message, file=str(committed_path), hint=hint)
 
 
 def write_lock(spec_path: Path, generated: Path, cache_dir: Path, workdir: Path,
@@ -222,6 +284,58 @@ def preview(spec_or_manifest: Path | str, item: str, out_dir: Path | str | None 
         result = compile(path, Path(scratch) / "manifest", cache_dir=cache_dir, data_roots=roots,
                          overrides=overrides, store_dir=store_dir)
         return write_preview(result.manifest_dir, item, out, Path(cache_dir), [path.resolve().parent, *roots])
+
+
+def diff(a: str | Path, b: str | Path, *, overrides: list[str] | None = None,
+         cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
+         data_roots: list[Path] | None = None, items: bool = True, examples: int = 5) -> Diff:
+    """A structured diff (``compiler.diff.Diff``) of two specs, manifests or lock files, each a
+    path or ``path@REV``. Specs are compiled (into a scratch folder, through the memo) when
+    ``items``; ``overrides`` (``--set``) apply to the spec sides."""
+    import tempfile
+
+    from .compiler.diff import diff_documents, side_info
+    from .compiler.diff_inputs import parse_ref, read_side
+
+    roots = [Path(r) for r in data_roots or []]
+
+    def compiler(spec: Path, out: Path, extra_roots: list[Path]) -> Path:
+        return compile(spec, out, cache_dir=cache_dir, store_dir=store_dir, data_roots=[*extra_roots, *roots],
+                       overrides=overrides, progress=False, check_version=False).manifest_dir
+
+    refs = [parse_ref(str(a)), parse_ref(str(b))]
+    with tempfile.TemporaryDirectory(prefix="benchc-diff-") as scratch:
+        sides = [read_side(ref, Path(scratch) / name, list(overrides or []), compiler if items else None)
+                 for ref, name in zip(refs, ("a", "b"))]
+    infos = [side_info(s.label, s.kind, s.doc, s.lock, None if s.items is None else s.items.height) for s in sides]
+    result = diff_documents(infos[0], infos[1], (sides[0].doc, sides[1].doc), (sides[0].lock, sides[1].lock),
+                            (sides[0].items, sides[1].items), examples)
+    if not items:
+        result.notes.append("spec documents only (--spec-only): items and locks not compared")
+    return result
+
+
+def diff_runs(run_a: Path | str, run_b: Path | str, *, stage: str | None = None, resamples: int = 10_000,
+              seed: int = 0, examples: int = 5, manifest_a: Path | str | None = None,
+              manifest_b: Path | str | None = None) -> RunsDiff:
+    """Two runs compared item by item (``runtime.diff_runs.RunsDiff``)."""
+    from .runtime.diff_runs import diff_runs as compare_runs
+
+    return compare_runs(Path(run_a), Path(run_b), stage=stage, resamples=resamples, seed=seed, examples=examples,
+                        manifest_a=Path(manifest_a) if manifest_a else None,
+                        manifest_b=Path(manifest_b) if manifest_b else None)
+
+
+def plan(manifest_dir: Path | str, *, model: str | None = None, cache_dir: Path | str = DEFAULT_CACHE,
+         store_dir: Path | str = DEFAULT_STORE, backends: dict[str, str] | None = None,
+         text_only: bool = False) -> list[StagePlan]:
+    """What ``run`` would do, per stage: requests cached and to run (``runtime.plan``)."""
+    from .runtime.plan import plan_manifest
+    from .runtime.run import RunOptions
+
+    options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir),
+                         backends=dict(backends or {}), progress=False, text_only=text_only)
+    return plan_manifest(Path(manifest_dir), options)
 
 
 __all__ = ["validate", "compile", "run", "score", "report", "evaluate", "preview", "read_manifest",
