@@ -187,7 +187,8 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
              cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE,
              workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
              data_roots: list[Path] | None = None, backends: dict[str, str] | None = None,
-             text_only: bool = False, executor: str = "local", ray_address: str | None = None) -> Evaluation:
+             text_only: bool = False, executor: str = "local", ray_address: str | None = None,
+             check_version: bool = True) -> Evaluation:
     """compile + run + score + report in one call. ``backends`` (stage id -> backend) and the
     executor are checked before anything is compiled."""
     from .runtime.executor import ExecutorChoice
@@ -198,7 +199,8 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     resolved = validate(spec_path, overrides)
     check_backend_overrides(dict(backends or {}), list(resolved.loaded.spec.stage))
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
-                       overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress)
+                       overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress,
+                       check_version=check_version)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
         workers=workers, progress=progress, backends=backends, text_only=text_only, executor=executor,
         ray_address=ray_address)

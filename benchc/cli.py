@@ -27,6 +27,8 @@ WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="worker 
 RootOpt = Annotated[list[Path] | None, typer.Option("--data-root", help="extra folder specs may read data from")]
 BackendOpt = Annotated[list[str] | None, typer.Option(
     "--backend", help="STAGE=BACKEND: answer a stage with another backend, e.g. transcript=pocketsphinx")]
+NoVersionCheckOpt = Annotated[bool, typer.Option(
+    "--no-version-check", help="compile a bundled spec even if it moved without a version bump (scratch work)")]
 TextOnlyOpt = Annotated[bool, typer.Option(
     "--text-only", help="leave the images out of every request (an LLM-only ablation, as MERLIM's)")]
 ExecutorOpt = Annotated[str, typer.Option(
@@ -58,13 +60,15 @@ def compile_(spec: SpecArg,
              out: Annotated[Path, typer.Option("--out", "-o", help="manifest folder to write")],
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, workers: WorkersOpt = 1,
              data_root: RootOpt = None, store: StoreOpt = DEFAULT_STORE,
-             no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False) -> None:
+             no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False,
+             no_version_check: NoVersionCheckOpt = False) -> None:
     """Compile a spec into a manifest (items.parquet + lock.json + spec.json). Model steps
     (nodes that ask a model) keep their answers in the response store (--store)."""
     from . import api
 
     result = api.compile(spec, out, cache_dir=cache, data_roots=data_root, workers=workers,
-                         overrides=set_, use_memo=not no_memo, store_dir=store)
+                         overrides=set_, use_memo=not no_memo, store_dir=store,
+                         check_version=not no_version_check)
     lock = result.lock
     typer.echo(f"{lock['benchmark']['name']} {lock['benchmark']['version']}: {lock['item_count']} items, "
                f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
@@ -121,16 +125,26 @@ def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compi
 
 @app.command()
 def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="run folder to write")] = None,
         model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
         backend: BackendOpt = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1,
         text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
-        ray_address: RayAddressOpt = None) -> None:
+        ray_address: RayAddressOpt = None,
+        plan: Annotated[bool, typer.Option("--plan", help="only say how many requests are cached and how "
+                                                          "many would run, per stage and backend")] = False) -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
+    from .compiler.errors import Problem, RunError
 
     overrides = api.parse_backends(backend or [])
+    if plan:
+        for stage in api.plan(manifest, model=model, cache_dir=cache, store_dir=store, backends=overrides,
+                              text_only=text_only):
+            typer.echo(stage.line())
+        return
+    if out is None:
+        raise RunError(Problem("benchc run needs --out/-o RUN_DIR (or --plan)", key="--out"))
     for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                            backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address):
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
@@ -164,13 +178,14 @@ def evaluate(spec: SpecArg,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
              workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None,
              text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
-             ray_address: RayAddressOpt = None) -> None:
+             ray_address: RayAddressOpt = None, no_version_check: NoVersionCheckOpt = False) -> None:
     """compile + run + score + report in one command."""
     from . import api
 
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                           overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []),
-                          text_only=text_only, executor=executor, ray_address=ray_address)
+                          text_only=text_only, executor=executor, ray_address=ray_address,
+                          check_version=not no_version_check)
     typer.echo(result.report_path.read_text())
     typer.echo(f"report: {result.report_path}")
 

@@ -139,3 +139,16 @@ def test_plan_command(project: Project, capsys: pytest.CaptureFixture[str]) -> N
     assert main([*args, "--backend", "nope=test-echo"]) == 2
     assert "nope" in capsys.readouterr().err
     assert main(["plan", str(manifest)]) == 2 and "no model was given" in capsys.readouterr().err
+
+
+def test_run_plan_prints_the_plan_and_answers_nothing(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = project.compile(_spec(project.root / "v1"), "m")
+    args = ["run", str(manifest), "--model", "test-echo", "--store", str(project.root / "store"),
+            "--cache", str(project.root / "cache")]
+    assert main([*args, "--plan"]) == 0
+    assert capsys.readouterr().out == "answer: 12 requests to test-echo (0 cached, 12 to run)\n"
+    assert main(args) == 2 and "needs --out" in capsys.readouterr().err  # no run folder, no --plan
+    assert main([*args, "-o", str(project.root / "run")]) == 0
+    capsys.readouterr()
+    assert main([*args, "--plan"]) == 0
+    assert capsys.readouterr().out == "answer: 12 requests to test-echo (12 cached, 0 to run)\n"
