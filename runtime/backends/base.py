@@ -8,6 +8,7 @@ generation settings) and enters every request key.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,6 +110,20 @@ class Backend(ABC):
             raise self.bad_option(name, text, "an integer") from None
         if minimum is not None and value < minimum:
             raise self.bad_option(name, text, f"an integer >= {minimum}")
+        return value
+
+    def float_option(self, name: str, default: float, valid: Callable[[float], bool], expected: str) -> float:
+        """A number option; a malformed, non-finite or invalid (``valid`` false) value fails
+        before any request, saying it must be ``expected``."""
+        text = self.options.get(name)
+        if text is None:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise self.bad_option(name, text, expected) from None
+        if not math.isfinite(value) or not valid(value):
+            raise self.bad_option(name, text, expected)
         return value
 
     def choice_option(self, name: str, default: str, choices: tuple[str, ...]) -> str:

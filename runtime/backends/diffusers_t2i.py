@@ -49,7 +49,7 @@ class DiffusersTextToImage(LocalTorchBackend):
         super().__init__(spec, generation)
         self.batch_size = self.int_option("batch_size", 4, minimum=1)
         self.steps = self.int_option("steps", 30, minimum=1)
-        self.guidance = self.float_option("guidance", 7.5, minimum=0.0)
+        self.guidance = self.float_option("guidance", 7.5, lambda v: v >= 0.0, "a number >= 0.0")
         self.width = self.size_option("width")
         self.height = self.size_option("height")
 
@@ -62,18 +62,6 @@ class DiffusersTextToImage(LocalTorchBackend):
         if value and value % 8:
             raise self.bad_option(name, str(value), "a multiple of 8")
         return value or None
-
-    def float_option(self, name: str, default: float, minimum: float) -> float:
-        text = self.options.get(name)
-        if text is None:
-            return default
-        try:
-            value = float(text)
-        except ValueError:
-            raise self.bad_option(name, text, "a number") from None
-        if not value >= minimum:  # also refuses nan
-            raise self.bad_option(name, text, f"a number >= {minimum}")
-        return value
 
     def fingerprint(self) -> dict[str, Any]:
         return {**self.base_fingerprint(), "diffusers": package_version("diffusers"),

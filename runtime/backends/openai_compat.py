@@ -252,7 +252,7 @@ class OpenAICompat(Backend):
         self.concurrency = self.int_option("concurrency", 8, minimum=1)
         self.batch_size = self.int_option("batch_size", 4 * self.concurrency, minimum=1)
         self.max_retries = self.int_option("max_retries", 6, minimum=0)
-        self.timeout = self._float_option("timeout", 120.0)
+        self.timeout = self.float_option("timeout", 120.0, lambda v: v > 0, "a number of seconds > 0")
         self.send_seed = self.choice_option("send_seed", "true", ("true", "false")) == "true"
         self.max_tokens_field = self.choice_option("max_tokens_field", "max_tokens",
                                                    ("max_tokens", "max_completion_tokens"))
@@ -275,18 +275,6 @@ class OpenAICompat(Backend):
         self.served = self._served_model() if check_model else None
 
     # -- options -------------------------------------------------------------------------------
-
-    def _float_option(self, name: str, default: float) -> float:
-        text = self.options.get(name)
-        if text is None:
-            return default
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value <= 0:
-            raise self.bad_option(name, text, "a number of seconds > 0")
-        return value
 
     def _base_url(self, text: str) -> str:
         parts = urlsplit(text)

@@ -105,20 +105,9 @@ class VLLMEngine(Backend):
         self.tensor_parallel = self.int_option("tensor_parallel_size", 1, minimum=1)
         self.max_model_len = self.int_option("max_model_len", 0, minimum=1) or None
         self.max_images = self.int_option("max_images", 4, minimum=0)
-        self.memory = self._fraction_option("gpu_memory_utilization", 0.9)
+        self.memory = self.float_option("gpu_memory_utilization", 0.9, lambda v: 0.0 < v <= 1.0,
+                                        "a fraction in (0, 1]")
         self.llm: Any = None
-
-    def _fraction_option(self, name: str, default: float) -> float:
-        text = self.options.get(name)
-        if text is None:
-            return default
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not 0.0 < value <= 1.0:
-            raise self.bad_option(name, text, "a fraction in (0, 1]")
-        return value
 
     def fingerprint(self) -> dict[str, Any]:
         g = self.generation
