@@ -1,11 +1,25 @@
 """Metric parameter schemas. The compiler checks a spec's metrics against these; the runtime
-registers one implementation per name (and a test checks that both sides agree)."""
+registers one implementation per name (and a test checks that both sides agree).
+
+Several metrics tell items apart by a *role*: the value of an item attribute (``*_attr``) or,
+when no attribute is named, the id of the node that made the item (``asked``, ``negated``...).
+MERLIM's metrics use roles to know which image an item shows (original or edited) and which
+question it asks (affirmative or negated).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from .errors import Problem
 from .registry import Registry
@@ -14,17 +28,80 @@ from .spec.models import Spec
 
 class MetricParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    reads: ClassVar[frozenset[str]] = frozenset({"text"})
+    """What the scored stage must answer with (``STAGE_OUTPUT`` values)."""
+    added: ClassVar[frozenset[str]] = frozenset()
+    """Parameters added after the schema's first release. They are left out of the dumped
+    params (the spec document, hence the spec digest) while at their default, so adding a
+    parameter moves no existing spec's digest; once set, they are hashed like the others."""
+
     stage: str | None = Field(None, description="stage whose responses are scored (default: last)")
     by: list[str] = Field(default_factory=list, description="item attributes to split results by")
     embedder: str = Field("minilm", description="sentence embedding model for similarities")
+
+    @model_serializer(mode="wrap")
+    def _without_added_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.added:
+                if name in data and getattr(self, name) == type(self).model_fields[name].get_default(
+                        call_default_factory=True):
+                    del data[name]
+        return data
+
+    def extra_stages(self) -> list[str]:
+        """Other stages whose responses the metric reads besides ``stage`` (e.g. a follow-up)."""
+        return []
+
+    def role_nodes(self) -> list[str]:
+        """Node ids the metric's role lists name (checked against the spec's nodes)."""
+        return []
+
+
+class Bootstrap(BaseModel):
+    """Percentile bootstrap over groups (resampled with replacement), seeded."""
+
+    bootstrap: int = Field(1000, ge=0, le=100_000, description="bootstrap resamples (0: no interval)")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
+    seed: int = Field(0, description="seed of the bootstrap resampling")
+
+
+# --- MM-R3 --------------------------------------------------------------------------------
 
 
 class MMR3Params(MetricParams):
     """MM-R3's Acc, S_GT, Con, S_C and O_all over each group of items (benchmarks.md 1.4)."""
 
+    added: ClassVar[frozenset[str]] = frozenset({
+        "setting", "subset", "correctness", "fuzzy_threshold", "lowercase_target", "published_column_bug",
+        "pairs_by"})
+
     target: str = Field(description="record field with the ground-truth answer(s)")
     threshold: float = Field(0.7, gt=0.0, lt=1.0, description="Con counts pairs with sim > this")
-    cleanup: Literal["none", "mmr3_masking_literal", "mmr3_masking_words"] = "none"
+    cleanup: Literal["none", "mmr3_masking_literal", "mmr3_masking_words"] = Field(
+        "none", description="masking answers: the published str.replace calls (literal) or the same "
+                            "filler words removed as whole words")
+    setting: Literal["variants", "sampling"] = Field(
+        "variants", description="variants: pairs among all answers of a group (All Data); sampling: "
+                                "pairs among the samples of one item (MM-R3's Sampling setting)")
+    subset: Literal["all", "failures"] = Field(
+        "all", description="failures: only incorrect answers (and pairs of them), MM-R3's Table 4")
+    correctness: Literal["substring", "fuzzy"] = Field(
+        "substring", description="Acc: ground truth as a substring (paper), or fuzzy token-set "
+                                 "ratio >= fuzzy_threshold (the follow-up code's soft correctness)")
+    fuzzy_threshold: int = Field(85, ge=0, le=100, description="fuzzy: least token-set ratio")
+    lowercase_target: bool = Field(
+        True, description="lower-case the ground truth (false: the published restyle script, "
+                          "whose capitalised labels never match the lower-cased answers)")
+    published_column_bug: bool = Field(
+        False, description="replay the published scripts' bug: the 2nd answer's correctness is "
+                           "copied from the 3rd")
+    pairs_by: Literal["touching", "within"] = Field(
+        "touching", description="with `by`: a pair counts for each value of its two items "
+                                "(touching) or only when both items have it (within)")
+
+
+# --- MMCBench -----------------------------------------------------------------------------
 
 
 class MMCBenchParams(MetricParams):
@@ -32,34 +109,210 @@ class MMCBenchParams(MetricParams):
 
     over: str = Field("corruption", description="attribute that names the perturbation")
     reference: str = Field("clean", description="value of `over` that marks the unperturbed item")
-    normalize: Literal["none", "lower_strip"] = "lower_strip"
+    normalize: Literal["none", "lower_strip"] = Field("lower_strip", description="outputs compared as is, "
+                                                                          "or lower-cased and stripped")
+
+
+class MMCBenchCrossParams(MetricParams):
+    """MMCBench's CLIP consistency for image-to-text and text-to-image: cross-modal and uni-modal."""
+
+    reads: ClassVar[frozenset[str]] = frozenset({"text", "image"})
+
+    task: Literal["image2text", "text2image"] = Field(
+        description="image2text: captions of an image stage; text2image: images of a text-to-image stage")
+    clip: str = Field(description="folder of a CLIP model saved with save_pretrained")
+    device: str = Field("cpu", description="device the CLIP model runs on")
+    over: str = Field("corruption", description="attribute that names the perturbation")
+    reference: str = Field("clean", description="value of `over` that marks the unperturbed item")
+    published_keys: bool = Field(
+        False, description="text2image: swap cross and uni, as MMCBench's evaluate.py names them")
+
+
+# --- MERLIM -------------------------------------------------------------------------------
+
+
+class MerlimRoles(MetricParams):
+    image_attr: str | None = Field(
+        None, description="attribute naming the image an item shows (default: the item's node)")
+    original: list[str] = Field(
+        default_factory=list, description="values (of image_attr, or node ids) of items that show "
+                                          "the original image; other items show the edited one")
+
+    def role_nodes(self) -> list[str]:
+        return list(self.original) if self.image_attr is None else []
+
+
+class MerlimRecognitionParams(MerlimRoles):
+    """MERLIM's object recognition: spaCy nouns vs ground-truth labels and synonyms, P/R/F1."""
+
+    target: str = Field("objects", description="field with the labels: a list, or {original, edited}")
+    prompt_attr: str | None = Field(None, description="attribute naming the prompt (instruction bias)")
+    synonyms: str | None = Field(None, description="CSV of (noun, label) synonym pairs, read at scoring")
+    wordnet: Literal["off", "synonyms", "hyponyms"] = Field(
+        "synonyms", description="WordNet matches: shared synset, or also any noun below the label")
+    builtin_synonyms: bool = Field(True, description="a few person words (man, woman, people...)")
+    place_words: list[str] = Field(default_factory=list, description="more words to discard as places")
+    average: Literal["macro", "micro"] = Field(
+        "macro", description="mean of per-answer P/R/F1, or P/R/F1 of the summed counts")
+
+
+class MerlimRelationsParams(MerlimRoles):
+    """MERLIM's relationship task: yes/no accuracy, affirmative and negated, original and edited."""
+
+    target: str = Field("answers", description="field {original, original_neg, edited, edited_neg}")
+    polarity_attr: str | None = Field(
+        None, description="attribute naming the question's polarity (default: the item's node)")
+    negated: list[str] = Field(
+        default_factory=lambda: ["negated"], description="values (of polarity_attr, or node ids) "
+                                                         "of items that ask the negated question")
+    answer_parse: Literal["first_word", "anywhere"] = Field(
+        "first_word", description="read yes/no from the first word, or the first yes/no word")
+
+    def role_nodes(self) -> list[str]:
+        return [*super().role_nodes(), *(self.negated if self.polarity_attr is None else [])]
+
+
+class MerlimCountingParams(MerlimRoles):
+    """MERLIM's counting: MAE and its std on original and edited images, and follow-up accuracy."""
+
+    target: str = Field("count", description="field with the count: a number, or {original, edited}")
+    parse: Literal["words", "int_only"] = Field(
+        "words", description="digits and number words (first_number), or MERLIM's int(answer)")
+    follow_up_stage: str | None = Field(None, description="stage with the yes/no follow-up answers")
+    answer_parse: Literal["first_word", "anywhere"] = Field(
+        "first_word", description="read the follow-up's yes from its first word, or anywhere")
+
+    def extra_stages(self) -> list[str]:
+        return [self.follow_up_stage] if self.follow_up_stage else []
+
+
+# --- Koala --------------------------------------------------------------------------------
+
+
+class KoalaParams(MetricParams):
+    """Koala's accuracies: acknowledgments, bag-of-words labels, parametric response rate."""
+
+    target: str = Field("answer", description="field with the expected answer (l_new, l_RET, l_old)")
+    phrases: Literal["paper", "code"] = Field(
+        "paper", description="acknowledgment phrases of the paper's Table 5, or the code's list")
+    extra_phrases: list[str] = Field(default_factory=list, description="more acknowledgment phrases")
+    count_no: bool = Field(False, description="also count answers 'no' and '0' (negative_eval.py)")
+    definition: Literal["paper", "code"] = Field(
+        "paper", description="bag-of-words accuracy: paper (App. E: all expected words present, "
+                             "Figure 10 sets) or code (precision over the answer's words, code sets)")
+    domains: list[Literal["color", "shape", "yesno", "number"]] = Field(
+        default_factory=lambda: ["color", "shape"],
+        description="question domains of WebQA answers; an answer scores its best domain")
+    domain_attr: str | None = Field(None, description="attribute naming each item's domain")
+
+
+# --- any spec -----------------------------------------------------------------------------
+
+Match = Literal["exact", "normalized", "embedding"]
+MATCH = "how two answers agree: exact (stripped), normalized (SQuAD-style), embedding (cos > threshold)"
+CORRECT = "a target answer as a substring of the answer, equal to it, or equal after normalisation"
+PAIRS_BY = "with `by`: a pair counts for each value of its two items (touching) or only when both have it"
+
+
+class AgreementParams(MetricParams, Bootstrap):
+    """Pairwise agreement of the answers within each group, with a bootstrap interval."""
+
+    match: Match = Field("normalized", description=MATCH)
+    threshold: float = Field(0.7, gt=-1.0, lt=1.0, description="embedding: agree if cos > this")
+    pairs_by: Literal["touching", "within"] = Field("touching", description=PAIRS_BY)
+
+
+class FlipRateParams(MetricParams, Bootstrap):
+    """Share of perturbed items whose answer differs from the unperturbed item's."""
+
+    over: str = Field(description="attribute that names the perturbation")
+    reference: str = Field(description="value of `over` that marks the unperturbed item")
+    flip: Literal["answer", "correctness"] = Field(
+        "answer", description="answer: the answers disagree; correctness: one is right, one wrong")
+    match: Match = Field("normalized", description=MATCH)
+    threshold: float = Field(0.7, gt=-1.0, lt=1.0, description="embedding: agree if cos > this")
+    target: str | None = Field(None, description="field with the correct answer(s) (correctness)")
+    correct: Literal["substring", "exact", "normalized"] = Field("substring", description=CORRECT)
+
+    @model_validator(mode="after")
+    def _needs_target(self) -> FlipRateParams:
+        if self.flip == "correctness" and self.target is None:
+            raise ValueError("flip = 'correctness' needs `target`, the field with the correct answer")
+        return self
+
+
+class WorstCaseParams(MetricParams, Bootstrap):
+    """Worst case over a group: a group is correct only if all its answers are."""
+
+    target: str = Field(description="field with the correct answer(s)")
+    correct: Literal["substring", "exact", "normalized"] = Field("substring", description=CORRECT)
 
 
 METRIC_SCHEMAS: Registry[type[MetricParams]] = Registry("metric")
 METRIC_SCHEMAS.register("mmr3.all", MMR3Params)
 METRIC_SCHEMAS.register("mmcbench.consistency", MMCBenchParams)
+METRIC_SCHEMAS.register("mmcbench.cross_modal", MMCBenchCrossParams)
+METRIC_SCHEMAS.register("merlim.recognition", MerlimRecognitionParams)
+METRIC_SCHEMAS.register("merlim.relations", MerlimRelationsParams)
+METRIC_SCHEMAS.register("merlim.counting", MerlimCountingParams)
+METRIC_SCHEMAS.register("koala.accuracy", KoalaParams)
+METRIC_SCHEMAS.register("general.agreement", AgreementParams)
+METRIC_SCHEMAS.register("general.flip_rate", FlipRateParams)
+METRIC_SCHEMAS.register("general.worst_case", WorstCaseParams)
 
 
-STAGE_OUTPUT: dict[str, str] = {"generate": "text", "speech-to-text": "text", "text-to-speech": "audio"}
-"""What each stage task answers with. Every metric reads text (it embeds or matches answers)."""
+STAGE_OUTPUT: dict[str, str] = {"generate": "text", "speech-to-text": "text", "text-to-speech": "audio",
+                                "text-to-image": "image"}
+"""What each stage task answers with. Metrics read text unless their schema says otherwise."""
+
+
+def _schema_params(name: str, raw: dict[str, Any]) -> MetricParams | None:
+    """The validated params, or None (unknown name or invalid params: the resolver reports it)."""
+    if name not in METRIC_SCHEMAS:
+        return None
+    try:
+        return METRIC_SCHEMAS.get(name).model_validate(raw)
+    except ValidationError:
+        return None
 
 
 def metric_stage_problems(spec: Spec) -> list[Problem]:
-    """One problem per metric that would score a stage whose answers are not text (a
+    """One problem per metric that would score a stage whose answers it cannot read (a
     text-to-speech stage's audio), keyed ``metric[i].stage`` even when the stage is the default
-    (the last one). Unknown stage names are left to the resolver."""
+    (the last one); per extra stage a metric reads (a follow-up) that is not in the spec or does
+    not answer in text; and per role value naming a node the spec does not have. Unknown names of
+    the scored stage are left to the resolver."""
     stages = {s.id: s for s in spec.stage}
     text_stages = [s.id for s in spec.stage if STAGE_OUTPUT[s.task] == "text"]
+    node_ids = [n.id for n in spec.node]
     out = []
     for index, metric in enumerate(spec.metric):
+        schema = METRIC_SCHEMAS.get(metric.name) if metric.name in METRIC_SCHEMAS else MetricParams
         named = metric.params.get("stage")
         stage_id = named if named is not None else spec.stage[-1].id
         stage = stages.get(stage_id) if isinstance(stage_id, str) else None
-        if stage is None or STAGE_OUTPUT[stage.task] == "text":
+        if stage is not None and STAGE_OUTPUT[stage.task] not in schema.reads:
+            how = "" if named is not None else " (the last stage, scored by default)"
+            hint = (f"metrics read text: set stage to one of {', '.join(repr(t) for t in text_stages)}"
+                    if text_stages else
+                    f"metrics read text: add a speech-to-text stage with input = {stage_id!r} and score it")
+            out.append(Problem(f"metric {metric.name!r} scores stage {stage_id!r}{how}, a {stage.task} "
+                               f"stage whose outputs are {STAGE_OUTPUT[stage.task]}",
+                               key=f"metric[{index}].stage", hint=hint))
+        params = _schema_params(metric.name, metric.params)
+        if params is None:
             continue
-        how = "" if named is not None else " (the last stage, scored by default)"
-        hint = (f"metrics read text: set stage to one of {', '.join(repr(t) for t in text_stages)}" if text_stages
-                else f"metrics read text: add a speech-to-text stage with input = {stage_id!r} and score it")
-        out.append(Problem(f"metric {metric.name!r} scores stage {stage_id!r}{how}, a {stage.task} stage "
-                           f"whose outputs are {STAGE_OUTPUT[stage.task]}", key=f"metric[{index}].stage", hint=hint))
+        for extra in params.extra_stages():
+            if extra not in stages:
+                out.append(Problem(f"metric {metric.name!r} reads stage {extra!r}, which the spec does not have",
+                                   key=f"metric[{index}]", hint=f"stages: {', '.join(stages)}"))
+            elif STAGE_OUTPUT[stages[extra].task] != "text":
+                out.append(Problem(f"metric {metric.name!r} reads stage {extra!r}, a {stages[extra].task} stage",
+                                   key=f"metric[{index}]", hint=f"text stages: {', '.join(text_stages)}"))
+        for node in params.role_nodes():
+            if node not in node_ids:
+                out.append(Problem(f"metric {metric.name!r} names node {node!r}, which the spec does not have",
+                                   key=f"metric[{index}]",
+                                   hint=f"nodes: {', '.join(node_ids) or 'none'} (or name an attribute "
+                                        "with the metric's *_attr parameter)"))
     return out

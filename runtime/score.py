@@ -23,21 +23,45 @@ SCORES_FILE = "scores.json"
 
 def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: str) -> list[ScoredItem]:
     answers = (responses.filter(pl.col("stage") == stage).sort("item_id", "sample")
-               .group_by("item_id", maintain_order=True).agg(pl.col("text")))
-    by_item = {row["item_id"]: tuple(t or "" for t in row["text"]) for row in answers.iter_rows(named=True)}
+               .group_by("item_id", maintain_order=True).agg(pl.col("text"), pl.col("blob")))
+    by_item = {row["item_id"]: (tuple(t or "" for t in row["text"]), tuple(row["blob"]))
+               for row in answers.iter_rows(named=True)}
     out = []
-    for row in items.select("item_id", "group_id", "attrs", "targets").iter_rows(named=True):
+    wanted = ("item_id", "group_id", "attrs", "targets", "node", "prompt", "media")
+    columns = [c for c in wanted if c in items.columns]
+    for row in items.select(columns).iter_rows(named=True):
         if row["item_id"] not in by_item:
             raise BenchcError(Problem(f"item {row['item_id']!r} has no {stage!r} response in this run",
                                       hint="rerun `benchc run`; it resumes where it stopped"))
+        texts, blobs = by_item[row["item_id"]]
+        media = tuple((m["kind"], m["sha256"]) for m in json.loads(row.get("media") or "[]"))
         out.append(ScoredItem(row["item_id"], row["group_id"], json.loads(row["attrs"]),
-                              json.loads(row["targets"]), by_item[row["item_id"]]))
+                              json.loads(row["targets"]), texts, node=row.get("node") or "",
+                              prompt=row.get("prompt") or "", media=media, blobs=blobs))
     return out
 
 
-def score_run(run_dir: Path, manifest_dir: Path | None = None) -> dict[str, Any]:
+class _LazyMedia:
+    """Item media and media answers, read from the compile cache and the response store, which
+    are opened on the first read (most metrics read none)."""
+
+    def __init__(self, cache_dir: Path, store_dir: Path) -> None:
+        self.cache_dir, self.store_dir = Path(cache_dir), Path(store_dir)
+        self._source: Any = None
+
+    def __call__(self, kind: str, sha256: str) -> bytes:
+        if self._source is None:
+            from .executor import MediaSource
+
+            self._source = MediaSource(self.cache_dir, self.store_dir)
+        return self._source(kind, sha256)
+
+
+def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = Path(".benchc/cache"),
+              store_dir: Path = Path(".benchc/store")) -> dict[str, Any]:
     """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
-    run recorded (moved or copied), and must have the same digest."""
+    run recorded (moved or copied), and must have the same digest. ``cache_dir`` and
+    ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones)."""
     run_dir = Path(run_dir)
     record = read_run_record(run_dir)
     manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
@@ -45,15 +69,21 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None) -> dict[str, Any]
     items, responses = manifest_items(manifest), read_responses(run_dir, record)
     backends = {s.get("stage"): s.get("backend") for s in record["stages"] if isinstance(s, dict)}
     results = []
+    media = _LazyMedia(cache_dir, store_dir)
     for metric in spec.metric:
         params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+        implementation = METRICS.get(metric.name)
         stage = params.stage or spec.stage[-1].id
-        if stage not in backends:
-            raise RunError(Problem(f"the run record has no stage {stage!r}", file=str(run_dir / RUN_FILE),
-                                   hint="rerun `benchc run`; it resumes where it stopped"))
-        data = MetricInput(_items_with_responses(items, responses, stage), load_embedder(params.embedder),
-                           backends[stage])
-        results.append(METRICS.get(metric.name).score(params, data))
+        for needed in [stage, *params.extra_stages()]:
+            if needed not in backends:
+                raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
+                                       hint="rerun `benchc run`; it resumes where it stopped"))
+        data = MetricInput(_items_with_responses(items, responses, stage),
+                           load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
+                           backends[stage],
+                           stages={s: _items_with_responses(items, responses, s) for s in params.extra_stages()},
+                           media=media)
+        results.append(implementation.score(params, data))
     scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
               "model": record.get("model"), "items": items.height,
               "metrics": [_result_json(r) for r in results]}

@@ -1,4 +1,2 @@
-"""Metric implementations, registered under the names of the compiler's metric schemas."""
-
 from .base import METRICS, MetricInput, MetricResult  # noqa: F401
-from . import mmcbench, mmr3  # noqa: F401  (registration)
+from . import general, koala, merlim, mmcbench, mmr3  # noqa: F401  (registration)

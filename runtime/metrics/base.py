@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -18,13 +19,24 @@ class ScoredItem:
     attrs: dict[str, Any]
     targets: dict[str, list[str]]
     responses: tuple[str, ...]  # one per sample, in sample order
+    node: str = ""  # the node that made the item ("" when the spec has none)
+    prompt: str = ""  # the item's rendered prompt
+    media: tuple[tuple[str, str], ...] = ()  # the item's media: (kind, sha256)
+    blobs: tuple[str | None, ...] = ()  # per sample: sha256 of a media answer (image, audio)
+
+
+MediaReader = Callable[[str, str], bytes]
+"""(kind, sha256) -> bytes, from the compile cache or the response store."""
 
 
 @dataclass(frozen=True)
 class MetricInput:
     items: list[ScoredItem]
-    embedder: Embedder
+    embedder: Embedder | None  # None for metrics that embed nothing (``Metric.uses_embedder``)
     stage_backend: str
+    stages: dict[str, list[ScoredItem]] = field(default_factory=dict)  # params.extra_stages()
+    media: MediaReader | None = None
+    cross_embedder: Any = None  # embed_images / embed_texts (a CLIP embedder); loaded if None
 
 
 @dataclass
@@ -45,6 +57,55 @@ def split_by(items: list[ScoredItem], by: list[str]) -> dict[tuple[Any, ...], li
     return dict(sorted(parts.items(), key=lambda kv: [str(v) for v in kv[0]]))
 
 
+def role_of(item: ScoredItem, attr: str | None) -> str:
+    """The item's value of attribute ``attr`` (as a string), or, with no attribute named, the id
+    of the node that made it. Metrics use roles to tell, e.g., negated questions apart."""
+    if attr is None:
+        return item.node
+    value = item.attrs.get(attr)
+    return "" if value is None else str(value)
+
+
+def target_value(item: ScoredItem, path: str) -> Any:
+    """The item's target ``path`` as the record held it: a list of strings, or, for a field
+    that holds a mapping (MERLIM's ``answers``, ``count``, ``objects``), the mapping. The
+    compiler writes a target as ``[str(value)]``, so a mapping arrives as its Python repr (or
+    JSON) and is parsed back here. A dotted path under a mapping target (``answers.edited``)
+    is read from it. None if the item has no such target."""
+    if path in item.targets:
+        values = item.targets[path]
+        if len(values) == 1 and values[0][:1] == "{":
+            parsed = _mapping(values[0])
+            if parsed is not None:
+                return parsed
+        return values
+    head = path.rpartition(".")[0]
+    while head:
+        if head in item.targets:
+            value = target_value(item, head)
+            for part in path[len(head) + 1:].split("."):
+                if not isinstance(value, dict) or part not in value:
+                    return None
+                value = value[part]
+            return value
+        head = head.rpartition(".")[0]
+    return None
+
+
+def _mapping(text: str) -> dict[str, Any] | None:
+    import ast
+    import json
+
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
 def groups_of(items: list[ScoredItem]) -> dict[str, list[ScoredItem]]:
     out: dict[str, list[ScoredItem]] = {}
     for item in sorted(items, key=lambda i: i.item_id):
@@ -54,6 +115,12 @@ def groups_of(items: list[ScoredItem]) -> dict[str, list[ScoredItem]]:
 
 class Metric(ABC):
     name: ClassVar[str]
+    uses_embedder: ClassVar[bool] = True
+    """False: ``score`` never touches ``data.embedder`` (the runtime then loads none)."""
+
+    def needs_embedder(self, params: Any) -> bool:
+        """Whether scoring with ``params`` reads ``data.embedder``."""
+        return self.uses_embedder
 
     @abstractmethod
     def score(self, params: Any, data: MetricInput) -> MetricResult: ...

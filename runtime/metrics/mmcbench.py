@@ -1,23 +1,67 @@
-"""MMCBench's consistency score (seed 002; benchmarks.md 3.2).
+"""MMCBench's consistency scores (seed 002, sections 3.1-3.4 and appendix B; benchmarks.md 3.2).
 
-For each corruption c: the mean, over source items, of the cosine similarity between the
-embedding of the model's output for the clean input and for the input under c. The score is
-the sum over corruptions of those means, x100 (so its maximum is 100 x the number of
-corruptions: 2300 for the 23 text corruptions). Outputs are lower-cased and stripped first, as
-MMCBench's text2speech evaluation does with wav2vec2 transcriptions.
+For each corruption c: the mean, over source items, of the cosine similarity between two
+embeddings; the score is the sum over corruptions of those means, x100 (so its maximum is 100 x
+the number of corruptions: 2300 for the 23 text corruptions, 2900 for the 29 image ones, 1600
+for the 16 speech ones). The unperturbed item (``over`` = ``reference``) is the anchor and is not
+a corruption. Each item's first sample is scored.
+
+``mmcbench.consistency`` (uni-modal, text): the output for the clean input vs the output for the
+input under c, with a sentence embedder: speech-to-text (transcriptions, Table 3), text-to-speech
+(transcriptions of the generated speech, Table 4), or image-to-text captions with a sentence
+embedder instead of CLIP's text tower. Outputs are lower-cased and stripped first, as MMCBench's
+text2speech evaluation does with wav2vec2 transcriptions.
+
+``mmcbench.cross_modal`` (CLIP, Tables 1, 2, 6, 7):
+  * image2text: cross = clean input image vs the caption of the image under c (Table 2);
+    uni = caption of the clean image vs caption of the image under c, CLIP text tower (Table 7).
+  * text2image: cross = clean caption (the clean item's prompt) vs the image generated from the
+    caption under c (Table 1); uni = image from the clean caption vs image from the caption
+    under c, CLIP image tower (Table 6).
+  The embedder is anything with ``embed_images(images)`` and ``embed_texts(texts)`` returning
+  unit-normalised rows (runtime/clip_embed.py's ``ClipEmbedder``, loaded from ``clip``).
+  Divergences: MMCBench uses open_clip ViT-L-14 (laion2b_s32b_b82k); benchc loads any
+  transformers CLIP folder. MMCBench's text2image evaluate.py stores clean image . corrupted
+  image under ``cross_similarity`` and caption . corrupted image under ``uni_similarity``, the
+  opposite of the paper's definitions: ``published_keys = true`` reports them that way. Its
+  image2text script stops after the first parquet batch (``break``); benchc scores every item.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from benchc.compiler.metrics import MMCBenchParams
+from benchc.compiler.errors import BenchcError, Problem
+from benchc.compiler.metrics import MMCBenchCrossParams, MMCBenchParams
 
 from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by
 
-PAPER_JUDGES = {"speech-to-text": "facebook/wav2vec2-base-960h", "embedder": "sentence-t5-large"}
+PAPER_JUDGES = {"speech-to-text": "facebook/wav2vec2-base-960h", "embedder": "sentence-t5-large",
+                "clip": "open_clip ViT-L-14 laion2b_s32b_b82k"}
+
+
+class CrossEmbedder(Protocol):
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray: ...
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def anchored_groups(items: list[ScoredItem], over: str,
+                    reference: str) -> list[tuple[ScoredItem, list[ScoredItem]]]:
+    """(the unperturbed item, the others) per group that has exactly one unperturbed item."""
+    out = []
+    for group in groups_of(items).values():
+        refs = [i for i in group if str(i.attrs.get(over)) == str(reference)]
+        if len(refs) == 1:
+            out.append((refs[0], [i for i in group if i is not refs[0]]))
+    return out
+
+
+def _sum_of_means(sims: dict[str, list[float]]) -> dict[str, float]:
+    return {c: float(np.mean(v)) for c, v in sorted(sims.items())}
 
 
 class MMCBenchConsistency(Metric):
@@ -33,6 +77,7 @@ class MMCBenchConsistency(Metric):
             row.update({"groups": groups, "corruptions": len(per_corruption),
                         "score": 100 * sum(per_corruption.values()), "max": 100 * len(per_corruption)})
             rows.append(row)
+        assert data.embedder is not None
         notes = [
             f"Judge: '{data.stage_backend}' transcribes the speech; similarity: "
             f"{data.embedder.fingerprint['embedder']}. MMCBench uses {PAPER_JUDGES['speech-to-text']} "
@@ -44,23 +89,108 @@ class MMCBenchConsistency(Metric):
 
     def _per_corruption(self, params: MMCBenchParams, items: list[ScoredItem],
                         data: MetricInput) -> tuple[dict[str, float], int]:
+        assert data.embedder is not None
+        anchored = anchored_groups(items, params.over, params.reference)
+        texts = [self._norm(params, i.responses[0]) for ref, others in anchored for i in (ref, *others)]
+        emb = data.embedder.encode(texts)  # one batched call; the embedder memoises each string
         sims: dict[str, list[float]] = {}
-        groups = 0
-        for group in groups_of(items).values():
-            refs = [i for i in group if i.attrs.get(params.over) == params.reference]
-            if len(refs) != 1:
-                continue
-            groups += 1
-            others = [i for i in group if i is not refs[0]]
-            texts = [self._norm(params, refs[0].responses[0])] + [self._norm(params, i.responses[0]) for i in others]
-            emb = data.embedder.encode(texts)
-            for item, vector in zip(others, emb[1:]):
-                sims.setdefault(str(item.attrs.get(params.over)), []).append(float(emb[0] @ vector))
-        return {c: float(np.mean(v)) for c, v in sorted(sims.items())}, groups
+        at = 0
+        for ref, others in anchored:
+            anchor = emb[at]
+            for offset, item in enumerate(others, start=1):
+                sims.setdefault(str(item.attrs.get(params.over)), []).append(float(anchor @ emb[at + offset]))
+            at += 1 + len(others)
+        return _sum_of_means(sims), len(anchored)
 
     @staticmethod
     def _norm(params: MMCBenchParams, text: str) -> str:
         return text.lower().strip() if params.normalize == "lower_strip" else text
 
 
+class MMCBenchCrossModal(Metric):
+    name = "mmcbench.cross_modal"
+    uses_embedder = False
+
+    def score(self, params: MMCBenchCrossParams, data: MetricInput) -> MetricResult:
+        clip = data.cross_embedder if data.cross_embedder is not None else self._load(params)
+        rows, details = [], {"cross_x100": {}, "uni_x100": {}}
+        for key, part in split_by(data.items, params.by).items():
+            cross, uni, groups = self._per_corruption(params, part, data, clip)
+            if params.task == "text2image" and params.published_keys:
+                cross, uni = uni, cross
+            label = "/".join(str(k) for k in key) or "all"
+            details["cross_x100"][label] = {c: round(100 * v, 4) for c, v in cross.items()}
+            details["uni_x100"][label] = {c: round(100 * v, 4) for c, v in uni.items()}
+            row: dict[str, Any] = dict(zip(params.by, key))
+            row.update({"groups": groups, "corruptions": len(cross), "cross": 100 * sum(cross.values()),
+                        "uni": 100 * sum(uni.values()), "max": 100 * len(cross)})
+            rows.append(row)
+        fingerprint = clip.fingerprint() if callable(getattr(clip, "fingerprint", None)) else {}
+        notes = [f"CLIP: {fingerprint.get('model', type(clip).__name__)}; MMCBench uses {PAPER_JUDGES['clip']}, "
+                 "so scores are comparable with the paper's only with that model."]
+        if params.task == "text2image" and params.published_keys:
+            notes.append("cross and uni are named as MMCBench's evaluate.py names them (swapped "
+                         "against the paper's definitions).")
+        return MetricResult(self.name, [*params.by, "groups", "corruptions", "cross", "uni", "max"], rows,
+                            details=details, notes=notes)
+
+    @staticmethod
+    def _load(params: MMCBenchCrossParams) -> CrossEmbedder:
+        from ..clip_embed import load_clip
+
+        return load_clip(params.clip, params.device)
+
+    def _per_corruption(self, params: MMCBenchCrossParams, items: list[ScoredItem], data: MetricInput,
+                        clip: CrossEmbedder) -> tuple[dict[str, float], dict[str, float], int]:
+        anchored = anchored_groups(items, params.over, params.reference)
+        cross: dict[str, list[float]] = {}
+        uni: dict[str, list[float]] = {}
+        if not anchored:
+            return {}, {}, 0
+        if params.task == "image2text":
+            shas = [self._item_image(ref) for ref, _ in anchored]
+            clean_images = clip.embed_images([self._read(data, "image", sha) for sha in shas])
+            captions = clip.embed_texts([i.responses[0] for ref, others in anchored for i in (ref, *others)])
+        else:
+            shas = [self._answer_image(i) for ref, others in anchored for i in (ref, *others)]
+            clean_texts = clip.embed_texts([ref.prompt for ref, _ in anchored])
+            images = clip.embed_images([self._read(data, "image", sha) for sha in shas])
+        at = 0
+        for g, (ref, others) in enumerate(anchored):
+            for offset, item in enumerate(others, start=1):
+                corruption = str(item.attrs.get(params.over))
+                if params.task == "image2text":
+                    cross.setdefault(corruption, []).append(float(clean_images[g] @ captions[at + offset]))
+                    uni.setdefault(corruption, []).append(float(captions[at] @ captions[at + offset]))
+                else:
+                    cross.setdefault(corruption, []).append(float(clean_texts[g] @ images[at + offset]))
+                    uni.setdefault(corruption, []).append(float(images[at] @ images[at + offset]))
+            at += 1 + len(others)
+        return _sum_of_means(cross), _sum_of_means(uni), len(anchored)
+
+    @staticmethod
+    def _item_image(item: ScoredItem) -> str:
+        for kind, sha in item.media:
+            if kind == "image":
+                return sha
+        raise BenchcError(Problem(f"mmcbench.cross_modal (image2text): item {item.item_id!r} sends no image",
+                                  hint="image2text scores the captions of an image stage's items"))
+
+    @staticmethod
+    def _answer_image(item: ScoredItem) -> str:
+        sha = item.blobs[0] if item.blobs else None
+        if not sha:
+            raise BenchcError(Problem(f"mmcbench.cross_modal (text2image): item {item.item_id!r} has no "
+                                      "image answer", hint="score the text-to-image stage (metric stage = ...)"))
+        return sha
+
+    @staticmethod
+    def _read(data: MetricInput, kind: str, sha: str) -> bytes:
+        if data.media is None:
+            raise BenchcError(Problem("mmcbench.cross_modal needs the run's media (compile cache and "
+                                      "response store)"))
+        return data.media(kind, sha)
+
+
 METRICS.register(MMCBenchConsistency.name, MMCBenchConsistency())
+METRICS.register(MMCBenchCrossModal.name, MMCBenchCrossModal())

@@ -1,18 +1,51 @@
-"""MM-R3's metrics (seed 000; benchmarks.md 1.4, from the authors' follow-up code).
+"""MM-R3's metrics (seed 000, appendix "Calculation of ..."; benchmarks.md 1.4, from the authors'
+follow-up code, testtime_const_VLM@9051bff metrics_*_constant.py).
 
 Per group (the variants of one source item) with responses r_1..r_k:
   Acc  = mean over responses of [some ground-truth answer is a substring of the response] x100
+         (paper: "case-insensitive substring matching"; worked example: answers columbia /
+         north face / no, ground truth "north face": 0/100/0 -> 33.3)
   S_GT = mean over responses of max over answers of cos(emb(r), emb(answer)) x100
-  Con  = mean over response pairs of [cos(emb(r_i), emb(r_j)) > 0.7] x100 (strict >)
-  S_C  = mean over response pairs of cos(emb(r_i), emb(r_j)) x100
-  O_all = harmonic mean of (Acc + S_GT) / 2 and (Con + S_C) / 2
+  Con  = mean over response pairs of [cos(emb(r_i), emb(r_j)) > 0.7] x100 (strict >; paper:
+         pairwise 0.27/0.14/0.24 -> Con 0)
+  S_C  = mean over response pairs of cos(emb(r_i), emb(r_j)) x100 (paper: (0.27+0.14+0.24)/3 = 0.21)
+  O_all = harmonic mean of (Acc + S_GT) / 2 and (Con + S_C) / 2 (0 if either is 0)
 Responses are lower-cased with '</s>' removed, as in the published scripts. Means run over all
 responses (and all pairs) of the split, as the published scripts average their [N, k] matrices.
+
+Settings (MM-R3 section 4 and appendix):
+  * ``setting = "variants"`` (All Data): pairs among all answers of a group (its variants, and
+    their samples if any). ``"sampling"``: pairs among the samples of one item only (the same
+    input asked k times: MM-R3 asks four times); Acc and S_GT still run over every answer.
+  * ``subset = "failures"`` (MM-R3's Table 4, "we only focus on incorrect answers"): only
+    answers that are not correct (under ``correctness``), and only pairs of two such answers.
+    Which answers count as failures is not spelled out in the paper; this is our reading.
+  * ``by``: rows per attribute value (MM-R3's Tables 8-11: style, mask colour, lines, shape).
+    Each answer counts under its item's value. A pair of answers counts under the value of
+    each of its two items (``pairs_by = "touching"``; a pair of two items with the same value
+    counts once), so a style's Con says how consistent that style's answers are with the
+    other styles of the same image; ``"within"`` keeps only pairs of two items with the value
+    (empty when each group has one item per value). The paper does not say how its per-value
+    Con was computed; "touching" is our reading.
+
+Divergences from the published code, each available as an option:
+  * ``correctness = "fuzzy"``: the follow-up code's "soft correctness",
+    ``fuzz.token_set_ratio(gt, resp) >= 85`` (fuzzywuzzy), which its adaptive and restyle
+    scripts use instead of Acc. Computed with rapidfuzz's ``token_set_ratio`` on
+    ``default_process``-ed strings, rounded to an integer as fuzzywuzzy returns it.
+  * ``lowercase_target = false``: the restyle script compares the ground truth as is against the
+    lower-cased response, so capitalised landmark names never match.
+  * ``published_column_bug = true``: the rephrase and masking scripts set the correctness of the
+    2nd answer of each item from the 3rd answer (``correct[:, 1]`` from ``results_2``).
+  * ``cleanup = "mmr3_masking_literal"``: the masking scripts' plain ``str.replace`` calls, in
+    their order (they mangle words: 'this ' -> 'th'); ``"mmr3_masking_words"`` removes the same
+    filler words and phrases as whole words (the paper's description).
+The published masking scripts also reference undefined variables (they cannot run as
+released); nothing of that is replayed.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import statistics
 from typing import Any
@@ -62,39 +95,122 @@ def harmonic(a: float, b: float) -> float:
     return statistics.harmonic_mean([a, b]) if a > 0 and b > 0 else 0.0
 
 
+def is_correct(response: str, answers: list[str], params: MMR3Params) -> bool:
+    if params.correctness == "fuzzy":
+        from rapidfuzz import fuzz, utils
+
+        return any(round(fuzz.token_set_ratio(a, response, processor=utils.default_process))
+                   >= params.fuzzy_threshold for a in answers)
+    return any(a in response for a in answers)
+
+
+class _Scored:
+    """Every answer (its item, correctness, S_GT) and every pair (its two answers, cosine)."""
+
+    def __init__(self, params: MMR3Params, items: list[ScoredItem], data: MetricInput) -> None:
+        assert data.embedder is not None
+        groups = groups_of(items)
+        self.items: list[ScoredItem] = []
+        texts: list[str] = []
+        answer_texts: list[str] = []
+        owner: list[int] = []  # answer index -> item index
+        answer_span: list[tuple[int, int]] = []  # item index -> its group's answers in answer_texts
+        correct: list[bool] = []
+        pairs: list[tuple[int, int]] = []
+        self.group_of: list[int] = []
+        for g, group in enumerate(groups.values()):
+            raw = group[0].targets.get(params.target, [])
+            answers = [a.lower() for a in raw] if params.lowercase_target else list(raw)
+            span = (len(answer_texts), len(answer_texts) + len(answers))
+            answer_texts += answers
+            group_start = len(texts)
+            for item in group:
+                item_index = len(self.items)
+                self.items.append(item)
+                self.group_of.append(g)
+                answer_span.append(span)
+                item_start = len(texts)
+                for response in item.responses:
+                    text = prepare(response, params.cleanup)
+                    texts.append(text)
+                    owner.append(item_index)
+                    correct.append(is_correct(text, answers, params))
+                if params.setting == "sampling":
+                    pairs += _pairs(item_start, len(texts))
+            if params.published_column_bug and len(texts) - group_start >= 3:
+                correct[group_start + 1] = correct[group_start + 2]
+            if params.setting == "variants":
+                pairs += _pairs(group_start, len(texts))
+        emb = data.embedder.encode(texts + answer_texts) if texts else np.zeros((0, 0), np.float32)
+        responses, gt = emb[:len(texts)], emb[len(texts):]
+        s_gt = np.zeros(len(texts))
+        for index in range(len(texts)):
+            lo, hi = answer_span[owner[index]]
+            if hi > lo:
+                s_gt[index] = float(np.max(gt[lo:hi] @ responses[index]))
+        self.owner = np.asarray(owner, dtype=np.int64)
+        self.correct = np.asarray(correct, dtype=bool)
+        self.s_gt = s_gt
+        pair_array = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.pairs = pair_array
+        self.sims = (np.einsum("ij,ij->i", responses[pair_array[:, 0]], responses[pair_array[:, 1]])
+                     if len(pair_array) else np.zeros(0))
+
+    def row(self, params: MMR3Params, in_split: np.ndarray) -> dict[str, Any]:
+        """Scores over the answers of the items ``in_split`` marks (a bool per item)."""
+        answer_in = in_split[self.owner]
+        if params.subset == "failures":
+            answer_in = answer_in & ~self.correct
+        a, b = self.pairs[:, 0], self.pairs[:, 1]
+        item_a, item_b = self.owner[a], self.owner[b]
+        if params.pairs_by == "touching":
+            pair_in = in_split[item_a] | in_split[item_b]
+        else:
+            pair_in = in_split[item_a] & in_split[item_b]
+        if params.subset == "failures":
+            pair_in = pair_in & ~self.correct[a] & ~self.correct[b]
+        sims = self.sims[pair_in]
+        acc = 100 * float(np.mean(self.correct[answer_in])) if answer_in.any() else 0.0
+        sgt = 100 * float(np.mean(self.s_gt[answer_in])) if answer_in.any() else 0.0
+        con = 100 * float(np.mean(sims > params.threshold)) if len(sims) else 0.0
+        sc = 100 * float(np.mean(sims)) if len(sims) else 0.0
+        groups = len({self.group_of[i] for i in np.flatnonzero(in_split)})
+        return {"groups": groups, "responses": int(answer_in.sum()), "pairs": int(pair_in.sum()),
+                "Acc": acc, "S_GT": sgt, "Con": con, "S_C": sc,
+                "O_all": harmonic((acc + sgt) / 2, (con + sc) / 2)}
+
+
+def _pairs(start: int, stop: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(start, stop) for j in range(i + 1, stop)]
+
+
 class MMR3All(Metric):
     name = "mmr3.all"
 
     def score(self, params: MMR3Params, data: MetricInput) -> MetricResult:
+        scored = _Scored(params, data.items, data)
+        index = {item.item_id: k for k, item in enumerate(scored.items)}
         rows = []
-        for key, part in split_by(data.items, params.by).items():
+        for key, part in split_by(scored.items, params.by).items():
+            in_split = np.zeros(len(scored.items), dtype=bool)
+            in_split[[index[item.item_id] for item in part]] = True
             row: dict[str, Any] = dict(zip(params.by, key))
-            row.update(self._scores(params, part, data))
+            row.update(scored.row(params, in_split))
             rows.append(row)
+        assert data.embedder is not None
         notes = [f"Similarities: {data.embedder.fingerprint['embedder']} (MM-R3's follow-up code uses "
                  "sentence-transformers/all-MiniLM-L6-v2)."]
         if params.cleanup != "none":
             notes.append(f"Response clean-up: {params.cleanup}.")
+        if params.setting == "sampling":
+            notes.append("Sampling setting: Con and S_C compare the samples of each item.")
+        if params.subset == "failures":
+            notes.append("Failure cases only: incorrect answers, and pairs of two incorrect answers.")
+        if params.by and params.pairs_by == "touching":
+            notes.append(f"Pairs count under the {', '.join(params.by)} value of each of their two items.")
+        # "pairs" is in each row (scores.json) but not a table column: the table keeps its shape
         columns = [*params.by, "groups", "responses", "Acc", "S_GT", "Con", "S_C", "O_all"]
         return MetricResult(self.name, columns, rows, notes=notes)
-
-    def _scores(self, params: MMR3Params, items: list[ScoredItem], data: MetricInput) -> dict[str, Any]:
-        correct, s_gt, pair_sims = [], [], []
-        for group in groups_of(items).values():
-            responses = [prepare(r, params.cleanup) for item in group for r in item.responses]
-            answers = [a for a in group[0].targets.get(params.target, [])]
-            emb = data.embedder.encode(responses)
-            gt = data.embedder.encode([a.lower() for a in answers]) if answers else None
-            for index, response in enumerate(responses):
-                correct.append(any(a.lower() in response for a in answers))
-                s_gt.append(float(np.max(gt @ emb[index])) if gt is not None else 0.0)
-            pair_sims += [float(emb[i] @ emb[j]) for i, j in itertools.combinations(range(len(responses)), 2)]
-        acc = 100 * float(np.mean(correct)) if correct else 0.0
-        sgt = 100 * float(np.mean(s_gt)) if s_gt else 0.0
-        con = 100 * float(np.mean([s > params.threshold for s in pair_sims])) if pair_sims else 0.0
-        sc = 100 * float(np.mean(pair_sims)) if pair_sims else 0.0
-        return {"groups": len(groups_of(items)), "responses": len(correct), "Acc": acc, "S_GT": sgt,
-                "Con": con, "S_C": sc, "O_all": harmonic((acc + sgt) / 2, (con + sc) / 2)}
 
 
 METRICS.register(MMR3All.name, MMR3All())

@@ -1,0 +1,228 @@
+"""Consistency metrics for any spec: agreement within a group, flips against the unperturbed
+item, and the worst case over a group, each with a seeded bootstrap interval over groups.
+
+Matching two answers (``match``): ``exact`` (identical after stripping white space),
+``normalized`` (SQuAD-style: lower-case, number words as digits, no punctuation or articles,
+white space collapsed: "Two dogs." agrees with "2 dogs"), ``embedding`` (cosine similarity of
+the sentence embeddings > ``threshold``; the mean similarity is reported too). Correctness
+(``correct``): a target answer as a case-insensitive substring of the answer (MM-R3's Acc),
+or equal to it exactly (case-insensitive) or after normalisation.
+
+``general.agreement``: the share of answer pairs within a group that agree (every answer of a
+group: its items' variants and samples). With ``by``, a pair counts under the value of each of
+its two items (``pairs_by = "touching"``) or only when both have it (``"within"``), in the
+shape of MM-R3's Tables 8-11.
+
+``general.flip_rate``: each item of a group is compared with the group's unperturbed item
+(``over`` = ``reference``), answer by answer for the same sample index. ``flip = "answer"``:
+the two answers disagree; ``"correctness"``: one is correct and the other is not (reported
+also as right_to_wrong and wrong_to_right). Rows split by the perturbed item's attributes
+(``by = ["corruption"]`` gives one row per perturbation).
+
+``general.worst_case``: a group is correct only if every answer of its items (in the split) is
+correct; worst_case is the share of such groups, accuracy the plain share of correct answers.
+
+Intervals: the groups of a split are resampled with replacement ``bootstrap`` times (one
+``numpy`` index draw from ``default_rng(seed)``), the statistic recomputed as a ratio of summed
+counts, and the percentile interval at ``confidence`` reported (ci_low, ci_high).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchc.compiler.metrics import AgreementParams, FlipRateParams, WorstCaseParams
+
+from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value
+from .mmcbench import anchored_groups
+from .text import bootstrap_ratio, normalize_answer
+
+
+class _Matcher:
+    """Agreement of answer pairs, with the embeddings of all answers computed in one batch."""
+
+    def __init__(self, match: str, threshold: float, data: MetricInput, texts: list[str]) -> None:
+        self.match, self.threshold = match, threshold
+        self.index = {t: k for k, t in enumerate(dict.fromkeys(texts))}
+        self.emb = None
+        if match == "embedding":
+            assert data.embedder is not None
+            self.emb = data.embedder.encode(list(self.index))
+        elif match == "normalized":
+            self.norm = [normalize_answer(t) for t in self.index]
+        else:
+            self.norm = [t.strip() for t in self.index]
+
+    def similarity(self, a: str, b: str) -> float | None:
+        if self.emb is None:
+            return None
+        return float(self.emb[self.index[a]] @ self.emb[self.index[b]])
+
+    def agree(self, a: str, b: str) -> bool:
+        if self.emb is not None:
+            return (self.similarity(a, b) or 0.0) > self.threshold
+        return self.norm[self.index[a]] == self.norm[self.index[b]]
+
+
+def is_correct(answer: str, targets: list[str], how: str) -> bool:
+    if how == "substring":
+        lowered = answer.lower()
+        return any(t.lower() in lowered for t in targets)
+    if how == "exact":
+        return any(answer.strip().lower() == t.strip().lower() for t in targets)
+    return any(normalize_answer(answer) == normalize_answer(t) for t in targets)
+
+
+def _targets(item: ScoredItem, path: str) -> list[str]:
+    value = target_value(item, path)
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _interval(num: list[float], den: list[float], params: Any) -> dict[str, float | None]:
+    low, high = bootstrap_ratio(np.asarray(num), np.asarray(den), params.bootstrap, params.confidence, params.seed)
+    return {"ci_low": None if low is None else 100 * low, "ci_high": None if high is None else 100 * high}
+
+
+def _in_split(items: list[ScoredItem], by: list[str]) -> list[tuple[tuple[Any, ...], set[str]]]:
+    return [(key, {i.item_id for i in part}) for key, part in split_by(items, by).items()]
+
+
+class Agreement(Metric):
+    name = "general.agreement"
+
+    def needs_embedder(self, params: AgreementParams) -> bool:
+        return params.match == "embedding"
+
+    def score(self, params: AgreementParams, data: MetricInput) -> MetricResult:
+        groups = groups_of(data.items)
+        matcher = _Matcher(params.match, params.threshold, data, [r for i in data.items for r in i.responses])
+        # every pair of answers within a group: (group, item a, item b, agree, similarity)
+        pairs = []
+        for g, group in enumerate(groups.values()):
+            answers = [(item.item_id, r) for item in group for r in item.responses]
+            for x in range(len(answers)):
+                for y in range(x + 1, len(answers)):
+                    (ia, a), (ib, b) = answers[x], answers[y]
+                    pairs.append((g, ia, ib, matcher.agree(a, b), matcher.similarity(a, b)))
+        rows = []
+        for key, ids in _in_split(data.items, params.by):
+            if params.pairs_by == "touching":
+                mine = [p for p in pairs if p[1] in ids or p[2] in ids]
+            else:
+                mine = [p for p in pairs if p[1] in ids and p[2] in ids]
+            per_group: dict[int, list[float]] = {}
+            for g, _, _, agree, _ in mine:
+                per_group.setdefault(g, [0.0, 0.0])
+                per_group[g][0] += agree
+                per_group[g][1] += 1
+            num = [v[0] for v in per_group.values()]
+            den = [v[1] for v in per_group.values()]
+            row: dict[str, Any] = {**dict(zip(params.by, key)), "groups": len(per_group), "pairs": len(mine),
+                                   "agreement": 100 * sum(num) / sum(den) if mine else None,
+                                   **_interval(num, den, params)}
+            if params.match == "embedding":
+                row["similarity"] = 100 * float(np.mean([p[4] for p in mine])) if mine else None
+            rows.append(row)
+        columns = [*params.by, "groups", "pairs", "agreement", "ci_low", "ci_high"]
+        if params.match == "embedding":
+            columns.append("similarity")
+        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+
+
+class FlipRate(Metric):
+    name = "general.flip_rate"
+
+    def needs_embedder(self, params: FlipRateParams) -> bool:
+        return params.flip == "answer" and params.match == "embedding"
+
+    def score(self, params: FlipRateParams, data: MetricInput) -> MetricResult:
+        anchored = anchored_groups(data.items, params.over, params.reference)
+        matcher = (_Matcher(params.match, params.threshold, data, [r for i in data.items for r in i.responses])
+                   if params.flip == "answer" else None)
+        # every comparison: (group, perturbed item, flipped, right_to_wrong, wrong_to_right)
+        comparisons = []
+        for g, (ref, others) in enumerate(anchored):
+            truth = _targets(ref, params.target) if params.target else []
+            for item in others:
+                for a, b in zip(ref.responses, item.responses):
+                    if matcher is not None:
+                        comparisons.append((g, item.item_id, not matcher.agree(a, b), False, False))
+                    else:
+                        was, now = is_correct(a, truth, params.correct), is_correct(b, truth, params.correct)
+                        comparisons.append((g, item.item_id, was != now, was and not now, now and not was))
+        perturbed = [i for _, others in anchored for i in others]
+        rows = []
+        for key, ids in _in_split(perturbed, params.by):
+            mine = [c for c in comparisons if c[1] in ids]
+            per_group: dict[int, list[float]] = {}
+            for c in mine:
+                per_group.setdefault(c[0], [0.0, 0.0])
+                per_group[c[0]][0] += c[2]
+                per_group[c[0]][1] += 1
+            num = [v[0] for v in per_group.values()]
+            den = [v[1] for v in per_group.values()]
+            row: dict[str, Any] = {**dict(zip(params.by, key)), "groups": len(per_group), "comparisons": len(mine),
+                                   "flip_rate": 100 * sum(num) / sum(den) if mine else None,
+                                   **_interval(num, den, params)}
+            if params.flip == "correctness":
+                row["right_to_wrong"] = 100 * float(np.mean([c[3] for c in mine])) if mine else None
+                row["wrong_to_right"] = 100 * float(np.mean([c[4] for c in mine])) if mine else None
+            rows.append(row)
+        columns = [*params.by, "groups", "comparisons", "flip_rate", "ci_low", "ci_high"]
+        if params.flip == "correctness":
+            columns += ["right_to_wrong", "wrong_to_right"]
+        notes = [_note(params, data), f"Reference: the item with {params.over} = {params.reference!r} of each group "
+                                      f"({len(anchored)} groups have exactly one)."]
+        return MetricResult(self.name, columns, rows, notes=notes)
+
+
+class WorstCase(Metric):
+    name = "general.worst_case"
+    uses_embedder = False
+
+    def score(self, params: WorstCaseParams, data: MetricInput) -> MetricResult:
+        rows = []
+        for key, part in split_by(data.items, params.by).items():
+            worst, right, answers = [], [], []
+            for group in groups_of(part).values():
+                correct = [is_correct(r, _targets(item, params.target), params.correct)
+                           for item in group for r in item.responses]
+                if not correct:
+                    continue
+                worst.append(float(all(correct)))
+                right.append(float(sum(correct)))
+                answers.append(float(len(correct)))
+            ones = [1.0] * len(worst)
+            acc = _interval(right, answers, params)
+            rows.append({**dict(zip(params.by, key)), "groups": len(worst), "answers": int(sum(answers)),
+                         "accuracy": 100 * sum(right) / sum(answers) if answers else None,
+                         "acc_ci_low": acc["ci_low"], "acc_ci_high": acc["ci_high"],
+                         "worst_case": 100 * float(np.mean(worst)) if worst else None,
+                         **_interval(worst, ones, params)})
+        columns = [*params.by, "groups", "answers", "accuracy", "acc_ci_low", "acc_ci_high", "worst_case",
+                   "ci_low", "ci_high"]
+        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+
+
+def _note(params: Any, data: MetricInput) -> str:
+    parts = []
+    match = getattr(params, "match", None)
+    if match == "embedding" and data.embedder is not None:
+        parts.append(f"agreement: cosine of {data.embedder.fingerprint['embedder']} embeddings > {params.threshold}")
+    elif match is not None and getattr(params, "flip", "answer") == "answer":
+        parts.append(f"agreement: {match} match")
+    if getattr(params, "target", None):
+        parts.append(f"correctness: {params.correct} match with {params.target!r}")
+    if params.bootstrap:
+        parts.append(f"{int(100 * params.confidence)}% percentile bootstrap over groups, "
+                     f"{params.bootstrap} resamples, seed {params.seed}")
+    return "; ".join(parts) + "."
+
+
+METRICS.register(Agreement.name, Agreement())
+METRICS.register(FlipRate.name, FlipRate())
+METRICS.register(WorstCase.name, WorstCase())
