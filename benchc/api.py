@@ -138,10 +138,13 @@ def score(run_dir: Path | str, manifest_dir: Path | str | None = None) -> dict[s
     return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None)
 
 
-def report(run_dir: Path | str) -> Path:
+def report(run_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
+           store_dir: Path | str = DEFAULT_STORE) -> Path:
+    """report.md and the report folder (tables, figures, index.html); the item browser reads
+    media from the compile cache and the response store. Returns report.md's path."""
     from .runtime.report import write_report
 
-    return write_report(Path(run_dir))
+    return write_report(Path(run_dir), cache_dir=Path(cache_dir), store_dir=Path(store_dir))
 
 
 def report_folder(run_dir: Path | str, out_dir: Path | str | None = None, *, cache_dir: Path | str = DEFAULT_CACHE,
@@ -205,7 +208,8 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
         workers=workers, progress=progress, backends=backends, text_only=text_only, executor=executor,
         ray_address=ray_address)
     scores = score(out / "run")
-    return Evaluation(manifest.manifest_dir, out / "run", report(out / "run"), scores)
+    return Evaluation(manifest.manifest_dir, out / "run",
+                      report(out / "run", cache_dir=cache_dir, store_dir=store_dir), scores)
 
 
 def lock_path(spec_path: Path, generated: Path) -> Path:

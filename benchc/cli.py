@@ -163,11 +163,13 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="a scored run folder")]) -> None:
-    """Write a Markdown report of a scored run and print it."""
+def report(run_dir: Annotated[Path, typer.Argument(help="a scored run folder")],
+           cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
+    """Write a scored run's report (report.md, and report/ with tables, figures and an HTML item
+    browser) and print report.md."""
     from . import api
 
-    path = api.report(run_dir)
+    path = api.report(run_dir, cache_dir=cache, store_dir=store)
     typer.echo(path.read_text())
 
 

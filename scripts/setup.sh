@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything benchc needs on a fresh Debian machine with Python 3.11:
-# Debian packages (espeak-ng, sox), a .venv with torch==2.13.0 (CPU) first, then the jointly
+# Debian packages (espeak-ng, sox, chromium), a .venv with torch==2.13.0 (CPU) first, then the jointly
 # checked pins of requirements.lock, then benchc itself (editable). Idempotent: a second run that
 # finds the same requirements.lock installed does nothing.
 set -euo pipefail
@@ -15,6 +15,8 @@ WANT="$(cat requirements.lock pyproject.toml setup.py | sha256sum | cut -d' ' -f
 need_apt=()
 command -v espeak-ng >/dev/null || need_apt+=(espeak-ng)
 command -v sox >/dev/null || need_apt+=(sox)
+# headless Chromium checks the HTML report's item browser in tests/test_report.py (skipped without it)
+command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -1,0 +1,485 @@
+"""Report tables: built from scores.json generically, written as Markdown, LaTeX and CSV.
+
+Nothing here knows a metric by name. A metric result is ``{name, columns, rows, details,
+notes}``; its rows become a table as they are, and each ``details`` entry that is a matrix
+(label -> key -> number, e.g. MMCBench's per-corruption means per severity) or a series
+(key -> number) becomes a table of its own, so a new metric renders without code changes.
+
+Paper layouts (``benchc reproduce``) combine the same metric over several runs:
+
+* ``rows``: the metric's rows, one block per run (a leading ``run`` column when there are
+  several), optionally filtered (``where``) and cut to some columns;
+* ``breakdown``: MM-R3 Tables 8-11: one row per run, one column group per value of the split
+  attributes (``by``), the chosen columns inside each group;
+* ``details``: a details matrix: one row per key (e.g. corruption), one column per run and label.
+
+Every table carries a footer (``Provenance``): the spec's name and version, the manifest
+digest, a digest of each backend's fingerprint, and the benchc version that rendered it. Output
+bytes depend only on the scores and that footer (no dates, no paths), so a render is repeatable.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchc import __version__
+from benchc.compiler.canonical import digest
+
+# provenance ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What one run's artifacts were made from (the footer of each artifact)."""
+
+    spec: str
+    version: str
+    manifest_digest: str
+    backends: tuple[tuple[str, str, str], ...] = ()  # (stage, backend name, fingerprint digest)
+    label: str | None = None
+    known_backends: bool = True
+
+    @classmethod
+    def of(cls, scores: dict[str, Any], record: dict[str, Any] | None = None,
+           label: str | None = None) -> Provenance:
+        bench = scores.get("benchmark") or {}
+        fingerprints = (record or {}).get("backends")
+        backends: tuple[tuple[str, str, str], ...] = ()
+        if isinstance(fingerprints, dict):
+            backends = tuple((str(stage), str(fp.get("backend", "?")) if isinstance(fp, dict) else "?",
+                              digest(fp)[:16]) for stage, fp in sorted(fingerprints.items()))
+        return cls(str(bench.get("name", "?")), str(bench.get("version", "?")),
+                   str(scores.get("manifest_digest", "?")), backends, label,
+                   known_backends=isinstance(fingerprints, dict))
+
+    def line(self, short: bool = False) -> str:
+        manifest = self.manifest_digest[:16] if short else self.manifest_digest
+        if self.known_backends:
+            backends = ", ".join(f"{stage}={name}@{fp}" for stage, name, fp in self.backends) or "none"
+        else:
+            backends = "unknown (no run.json)"
+        head = f"{self.label}: " if self.label else ""
+        return f"{head}{self.spec} {self.version} · manifest {manifest} · backends {backends}"
+
+
+def footer_lines(provenance: Sequence[Provenance], short: bool = False) -> list[str]:
+    """``benchc X`` then one line per run (runs with the same line are listed once)."""
+    lines = [f"benchc {__version__}"]
+    for p in provenance:
+        text = p.line(short)
+        if text not in lines:
+            lines.append(text)
+    return lines
+
+
+# tables -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """A table with optional column groups: ``groups`` spans the columns after the first
+    ``stub`` ones (e.g. a group per colour over Acc/S_GT/Con/S_C)."""
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    groups: list[tuple[str, int]] | None = None
+    stub: int = 0
+    digits: int = 2
+    notes: list[str] = field(default_factory=list)
+    footer: list[str] = field(default_factory=list)
+
+    def flat_columns(self) -> list[str]:
+        """Column names with their group (``red/Acc``), as Markdown and CSV write them."""
+        if not self.groups:
+            return list(self.columns)
+        out = list(self.columns[: self.stub])
+        index = self.stub
+        for label, span in self.groups:
+            out += [f"{label}/{c}" for c in self.columns[index: index + span]]
+            index += span
+        return out + list(self.columns[index:])
+
+    def numeric(self, column: int) -> bool:
+        values = [r[column] for r in self.rows if column < len(r) and r[column] is not None]
+        return bool(values) and all(_is_number(v) for v in values)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def format_cell(value: Any, digits: int) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        text = f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.00"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_cell(v, digits) for v in value)
+    return str(value)
+
+
+def raw_cell(value: Any) -> str:
+    """A cell as CSV keeps it: full precision, no formatting."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return ";".join(raw_cell(v) for v in value)
+    return str(value)
+
+
+# Markdown -----------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\|*`\[\]<>])")
+
+
+def md_escape(text: str) -> str:
+    text = _MD_SPECIAL.sub(r"\\\1", text.replace("\r", " ").replace("\n", " "))
+    # an underscore inside a word never emphasises (GFM); at a word's edge it may
+    return re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", text)
+
+
+def markdown_table(table: Table) -> str:
+    columns = table.flat_columns()
+    align = ["---:" if table.numeric(i) else "---" for i in range(len(columns))]
+    lines = ["| " + " | ".join(md_escape(c) for c in columns) + " |", "|" + "|".join(align) + "|"]
+    for row in table.rows:
+        cells = [md_escape(format_cell(row[i] if i < len(row) else None, table.digits)) for i in range(len(columns))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def to_markdown(table: Table, heading: str = "###") -> str:
+    out = [f"{heading} {md_escape(table.title)}", "", markdown_table(table), ""]
+    out += [f"> {md_escape(note)}" for note in table.notes]
+    if table.notes:
+        out.append("")
+    out += markdown_footer(table.footer)
+    return "\n".join(out)
+
+
+def markdown_footer(lines: Iterable[str]) -> list[str]:
+    lines = list(lines)
+    return ["<sub>" + "<br>".join(md_escape(line) for line in lines) + "</sub>", ""] if lines else []
+
+
+# LaTeX --------------------------------------------------------------------------------------
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in text.replace("\r", " ").replace("\n", " "))
+
+
+def to_latex(table: Table) -> str:
+    """A booktabs table; column groups become \\multicolumn headers with \\cmidrule lines. The
+    footer is kept as comment lines, so the paper shows the table and the source its origin."""
+    n = len(table.columns)
+    spec = "".join("r" if table.numeric(i) else "l" for i in range(n))
+    out = [r"\begin{table}[t]", r"\centering", rf"\caption{{{tex_escape(table.title)}}}",
+           rf"\label{{tab:{table.name}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule"]
+    if table.groups:
+        cells = [""] * table.stub
+        rules, start = [], table.stub + 1
+        for label, span in table.groups:
+            cells.append(rf"\multicolumn{{{span}}}{{c}}{{{tex_escape(label)}}}")
+            rules.append(rf"\cmidrule(lr){{{start}-{start + span - 1}}}")
+            start += span
+        cells += [""] * (n - start + 1)
+        out += [" & ".join(cells) + r" \\", " ".join(rules)]
+    out.append(" & ".join(tex_escape(c) for c in table.columns) + r" \\")
+    out.append(r"\midrule")
+    for row in table.rows:
+        out.append(" & ".join(tex_escape(format_cell(row[i] if i < len(row) else None, table.digits))
+                              for i in range(n)) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    out += [f"% {tex_escape(note)}" for note in table.notes]
+    out += [f"% {line}" for line in table.footer]
+    return "\n".join(out) + "\n"
+
+
+# CSV ----------------------------------------------------------------------------------------
+
+
+def to_csv(table: Table) -> str:
+    """Full-precision cells under one header row (groups flattened as ``group/column``); the
+    footer follows as ``#`` lines (``read_csv`` and pandas' ``comment="#"`` skip them)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = table.flat_columns()
+    writer.writerow(columns)
+    for row in table.rows:
+        writer.writerow([raw_cell(row[i] if i < len(row) else None) for i in range(len(columns))])
+    for line in table.footer:
+        buffer.write(f"# {line}\n")
+    return buffer.getvalue()
+
+
+def read_csv(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a CSV written by ``to_csv`` (footer lines skipped)."""
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    rows = list(csv.reader(lines))
+    return (rows[0], rows[1:]) if rows else ([], [])
+
+
+RENDERERS = {"md": lambda t: to_markdown(t, "#"), "tex": to_latex, "csv": to_csv}
+"""Format -> renderer of a standalone table file."""
+
+
+# tables from a run's scores ------------------------------------------------------------------
+
+
+def metric_table(metric: dict[str, Any], name: str, title: str | None = None, digits: int = 2) -> Table:
+    columns = list(metric.get("columns") or _row_keys(metric.get("rows", [])))
+    rows = [[row.get(c) for c in columns] for row in metric.get("rows", [])]
+    return Table(name, title or metric["name"], columns, rows, digits=digits, notes=list(metric.get("notes", [])))
+
+
+def _row_keys(rows: list[dict[str, Any]]) -> list[str]:
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    return keys
+
+
+def detail_shape(value: Any) -> str | None:
+    """``matrix`` (label -> key -> number), ``series`` (key -> number) or None."""
+    if not isinstance(value, dict) or not value:
+        return None
+    if all(_is_number(v) for v in value.values()):
+        return "series"
+    if all(isinstance(v, dict) and v and all(_is_number(x) for x in v.values()) for v in value.values()):
+        return "matrix"
+    return None
+
+
+def detail_table(key: str, value: dict[str, Any], name: str, title: str, digits: int = 2) -> Table | None:
+    shape = detail_shape(value)
+    if shape == "series":
+        return Table(name, title, ["key", key], [[k, v] for k, v in value.items()], digits=digits)
+    if shape == "matrix":
+        labels = list(value)
+        keys = _union_keys(value[label] for label in labels)
+        return Table(name, title, ["key", *labels], [[k, *(value[label].get(k) for label in labels)] for k in keys],
+                     digits=digits)
+    return None
+
+
+def _union_keys(mappings: Iterable[dict[str, Any]]) -> list[str]:
+    keys: list[str] = []
+    for mapping in mappings:
+        keys += [k for k in mapping if k not in keys]
+    return keys
+
+
+def run_tables(scores: dict[str, Any], digits: int = 2) -> list[tuple[dict[str, Any], list[Table]]]:
+    """For each metric of a scores file: its rows table, then one table per details entry."""
+    out = []
+    names = metric_slugs(scores)
+    for metric, slug in zip(scores["metrics"], names):
+        tables = [metric_table(metric, slug, metric["name"], digits)]
+        for key, value in (metric.get("details") or {}).items():
+            table = detail_table(key, value, f"{slug}.{slugify(key)}", f"{metric['name']}: {key}", digits)
+            if table is not None:
+                tables.append(table)
+        out.append((metric, tables))
+    return out
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
+
+
+def metric_slugs(scores: dict[str, Any]) -> list[str]:
+    """A file name per metric: its name, with ``-2``, ``-3`` for repeats of the same name."""
+    seen: dict[str, int] = {}
+    out = []
+    for metric in scores["metrics"]:
+        slug = slugify(metric["name"])
+        seen[slug] = seen.get(slug, 0) + 1
+        out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
+    return out
+
+
+def value_columns(metric: dict[str, Any], split: Sequence[str] = ()) -> list[str]:
+    """Columns that hold measurements: numeric, not a split attribute, and not integer counts
+    (``groups``, ``responses``, ``max``): those are the ones a float appears in."""
+    out = []
+    for column in metric.get("columns", []):
+        if column in split:
+            continue
+        values = [row.get(column) for row in metric.get("rows", []) if row.get(column) is not None]
+        if values and all(_is_number(v) for v in values) and any(isinstance(v, float) for v in values):
+            out.append(column)
+    return out
+
+
+def row_label(row: dict[str, Any], split: Sequence[str]) -> str:
+    return "/".join(str(row.get(c)) for c in split) if split else "all"
+
+
+# paper layouts over several runs -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunScores:
+    """One run's scores for a paper artifact: its label, scores, split attributes per metric
+    (from the spec) and provenance."""
+
+    label: str
+    scores: dict[str, Any]
+    split: list[list[str]]  # per metric of scores["metrics"], the spec's `by`
+    provenance: Provenance
+
+
+class LayoutError(ValueError):
+    """A paper artifact asks for something the scores do not have (raised with a clear text)."""
+
+
+def pick_metric(run: RunScores, name: str, occurrence: int = 0) -> tuple[dict[str, Any], list[str]]:
+    found = [(m, s) for m, s in zip(run.scores["metrics"], run.split) if m["name"] == name]
+    if not found:
+        have = ", ".join(sorted({m["name"] for m in run.scores["metrics"]})) or "none"
+        raise LayoutError(f"run {run.label!r} has no metric {name!r} (it has: {have})")
+    if occurrence >= len(found):
+        raise LayoutError(f"run {run.label!r} has {len(found)} metric(s) named {name!r}; "
+                          f"occurrence {occurrence} does not exist")
+    return found[occurrence]
+
+
+def _check_columns(metric: dict[str, Any], columns: Sequence[str], run: RunScores) -> None:
+    missing = [c for c in columns if c not in metric.get("columns", [])]
+    if missing:
+        raise LayoutError(f"run {run.label!r}: metric {metric['name']!r} has no column(s) {', '.join(missing)} "
+                          f"(it has: {', '.join(metric.get('columns', []))})")
+
+
+def _matches(row: dict[str, Any], where: dict[str, Any]) -> bool:
+    return all(str(row.get(k)) == str(v) for k, v in where.items())
+
+
+def layout_rows(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
+                columns: Sequence[str] | None = None, where: dict[str, Any] | None = None,
+                digits: int = 2) -> Table:
+    where = where or {}
+    out_columns: list[str] | None = None
+    rows: list[list[Any]] = []
+    for run in runs:
+        metric, split = pick_metric(run, metric_name, occurrence)
+        wanted = list(columns) if columns else list(metric.get("columns", []))
+        if columns:
+            wanted = [c for c in split if c not in wanted] + wanted  # keep what says which row it is
+        _check_columns(metric, wanted, run)
+        if out_columns is None:
+            out_columns = wanted
+        elif wanted != out_columns:
+            raise LayoutError(f"run {run.label!r}: metric {metric_name!r} has other columns than the first run's")
+        for row in metric.get("rows", []):
+            if _matches(row, where):
+                rows.append(([run.label] if len(runs) > 1 else []) + [row.get(c) for c in wanted])
+    cols = (["run"] if len(runs) > 1 else []) + (out_columns or [])
+    return Table(name, title, cols, rows, digits=digits, footer=footer_lines([r.provenance for r in runs]))
+
+
+def layout_breakdown(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
+                     columns: Sequence[str] | None = None, where: dict[str, Any] | None = None,
+                     digits: int = 2) -> Table:
+    """One row per run; a column group per split value (the metric's ``by``)."""
+    where = where or {}
+    groups: list[str] = []
+    cells: list[dict[tuple[str, str], Any]] = []
+    wanted: list[str] | None = None
+    for run in runs:
+        metric, split = pick_metric(run, metric_name, occurrence)
+        if not split:
+            raise LayoutError(f"run {run.label!r}: metric {metric_name!r} is not split by any attribute; "
+                              "a breakdown needs `by` (in the spec, or in this artifact to re-score)")
+        cols = list(columns) if columns else value_columns(metric, split)
+        _check_columns(metric, cols, run)
+        wanted = wanted or cols
+        mine: dict[tuple[str, str], Any] = {}
+        for row in metric.get("rows", []):
+            if not _matches(row, where):
+                continue
+            label = row_label(row, split)
+            if label not in groups:
+                groups.append(label)
+            mine.update({(label, c): row.get(c) for c in cols})
+        cells.append(mine)
+    wanted = wanted or []
+    columns_out = ["run"] + [c for _ in groups for c in wanted]
+    rows = [[run.label] + [mine.get((g, c)) for g in groups for c in wanted] for run, mine in zip(runs, cells)]
+    return Table(name, title, columns_out, rows, groups=[(g, len(wanted)) for g in groups], stub=1,
+                 digits=digits, footer=footer_lines([r.provenance for r in runs]))
+
+
+def layout_details(runs: Sequence[RunScores], name: str, title: str, metric_name: str, detail: str,
+                   occurrence: int = 0, labels: Sequence[str] | None = None, digits: int = 2) -> Table:
+    """One row per details key (e.g. corruption); a column per run and details label."""
+    series: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        metric, _ = pick_metric(run, metric_name, occurrence)
+        value = (metric.get("details") or {}).get(detail)
+        shape = detail_shape(value)
+        if shape is None:
+            have = ", ".join(metric.get("details") or {}) or "none"
+            raise LayoutError(f"run {run.label!r}: metric {metric_name!r} has no details table {detail!r} "
+                              f"(it has: {have})")
+        matrix = {"all": value} if shape == "series" else value
+        for label, mapping in matrix.items():
+            if labels and label not in labels:
+                continue
+            series[label if len(runs) == 1 else f"{run.label} {label}"] = mapping
+    if not series:
+        raise LayoutError(f"no details label of {detail!r} matches {list(labels or [])}")
+    keys = _union_keys(series.values())
+    rows = [[k, *(series[s].get(k) for s in series)] for k in keys]
+    return Table(name, title, ["key", *series], rows, digits=digits, footer=footer_lines([r.provenance for r in runs]))
+
+
+def layout_series(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
+                  columns: Sequence[str] | None = None, where: dict[str, Any] | None = None, digits: int = 2,
+                  need_split: bool = False) -> Table:
+    """A figure's data: one row per metric row (its split values), one column per run and column."""
+    where = where or {}
+    categories: list[str] = []
+    series: dict[str, dict[str, Any]] = {}
+    head = "rows"
+    for run in runs:
+        metric, split = pick_metric(run, metric_name, occurrence)
+        if need_split and not split:
+            raise LayoutError(f"run {run.label!r}: metric {metric_name!r} is not split by any attribute; "
+                              "a breakdown needs `by` (in the spec, or in this artifact to re-score)")
+        head = "/".join(split) or head
+        cols = list(columns) if columns else value_columns(metric, split)
+        _check_columns(metric, cols, run)
+        for row in metric.get("rows", []):
+            if not _matches(row, where):
+                continue
+            category = row_label(row, split)
+            if category not in categories:
+                categories.append(category)
+            for column in cols:
+                key = column if len(runs) == 1 else run.label if len(cols) == 1 else f"{run.label} {column}"
+                series.setdefault(key, {})[category] = row.get(column)
+    rows = [[c, *(series[s].get(c) for s in series)] for c in categories]
+    return Table(name, title, [head, *series], rows, digits=digits, footer=footer_lines([r.provenance for r in runs]))

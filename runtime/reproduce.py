@@ -1,0 +1,575 @@
+"""``benchc reproduce PAPER.toml``: regenerate a paper's tables and figures from pinned runs and
+check them against the sha256 recorded in the paper file.
+
+A paper file names its runs (run folders, each with the spec name and version it must be a run
+of) and its artifacts::
+
+    [paper]
+    title = "..."
+    output = "artifacts"             # folder for the artifacts, beside the paper file
+
+    [[run]]
+    id = "espeak"
+    path = "../out/demo/run"         # a run folder, relative to the paper file
+    spec = "mmcbench/text2speech"
+    version = "1.0.0"
+    # cache = "../.benchc/cache"     # only for metrics that look at media (MMCBench's CLIP ones)
+
+    [[table]]
+    name = "table4"                  # -> table4.md, table4.tex, table4.csv
+    metric = "mmcbench.consistency"
+    layout = "rows"                  # rows | breakdown | details
+    columns = ["score", "max"]
+
+    [[figure]]
+    name = "fig2c"                   # -> fig2c.png, fig2c.svg and its data, fig2c.csv
+    kind = "radar"                   # bar | breakdown | radar
+    metric = "mmcbench.consistency"
+    detail = "per_corruption_x100"
+
+Nothing is read from a run's scores.json: every run is scored again from its responses.parquet
+and its manifest by ``runtime.score`` (``report_scoring.rescore``), with the artifact's ``by``
+if it has one. ``--record`` writes the manifest digest of each run and the sha256 of each file
+into the paper's ``[recorded]`` tables. Without it, any difference fails (exit 1) and says what
+changed: which file of which artifact, and which cells of its table (or of the data a figure
+plots) against the copy in the output folder. Files that match are (re)written to the output
+folder; files that do not go to ``OUTPUT/drift/`` for a look.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import shutil
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from benchc import __version__
+from benchc.compiler.atomic import write_bytes_atomic, write_text_atomic
+from benchc.compiler.errors import BenchcError, CheckFailed, Problem
+from benchc.compiler.registry import did_you_mean
+from benchc.compiler.spec.locate import index_lines, line_of
+
+from .report_plots import normalized, render
+from .report_tables import (RENDERERS, LayoutError, Provenance, RunScores, Table, footer_lines, layout_breakdown,
+                            layout_details, layout_rows, layout_series, read_csv, to_csv)
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
+Scalar = str | int | float | bool
+DRIFT_DIR = "drift"
+RECORD_HINT = "if the change is intended, rerun with --record to record the new hashes"
+
+
+class PaperError(BenchcError):
+    """The paper file is wrong."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PaperMeta(_Strict):
+    title: str
+    output: str = Field("artifacts", description="folder for the artifacts, relative to the paper file")
+    description: str = ""
+
+
+class PaperRun(_Strict):
+    id: Name
+    path: str = Field(description="run folder, relative to the paper file")
+    spec: str = Field(description="the spec name the run must be of ([benchmark].name)")
+    version: str = Field(description="the spec version the run must be of ([benchmark].version)")
+    manifest: str | None = Field(None, description="manifest folder, if not the one the run recorded")
+    label: str | None = Field(None, description="the run's name in tables and legends (default: id)")
+    cache: str | None = Field(None, description="the run's compile cache, for metrics that look at media")
+    store: str | None = Field(None, description="the run's response store, for metrics that look at media")
+
+
+class _Artifact(_Strict):
+    name: Name
+    title: str | None = None
+    runs: list[str] | None = Field(None, description="run ids (default: every run, in order)")
+    metric: str
+    occurrence: int = Field(0, ge=0, description="which metric of that name (a spec may score one twice)")
+    by: list[str] | None = Field(None, description="re-score with the metric's rows split by these attributes")
+    columns: list[str] | None = None
+    where: dict[str, Scalar] = Field(default_factory=dict, description="keep rows whose columns have these values")
+    detail: str | None = Field(None, description="a details entry of the metric (details layout, radar)")
+    labels: list[str] | None = Field(None, description="details labels to keep")
+    digits: int = Field(2, ge=0, le=8)
+
+
+class PaperTable(_Artifact):
+    layout: Literal["rows", "breakdown", "details"] = "rows"
+    formats: list[Literal["md", "tex", "csv"]] = Field(default_factory=lambda: ["md", "tex", "csv"], min_length=1)
+
+    @model_validator(mode="after")
+    def _detail(self) -> PaperTable:
+        if self.layout == "details" and not self.detail:
+            raise ValueError("layout 'details' needs `detail` (a details entry of the metric)")
+        return self
+
+
+class PaperFigure(_Artifact):
+    kind: Literal["bar", "breakdown", "radar"]
+    normalize: Literal["none", "best"] = "none"
+    ylabel: str | None = None
+    formats: list[Literal["png", "svg"]] = Field(default_factory=lambda: ["png", "svg"], min_length=1)
+
+    @model_validator(mode="after")
+    def _detail(self) -> PaperFigure:
+        if self.kind == "radar" and not self.detail:
+            raise ValueError("kind 'radar' needs `detail` (a details entry with one number per spoke)")
+        return self
+
+
+class Recorded(_Strict):
+    benchc: str | None = None
+    runs: dict[str, str] = Field(default_factory=dict)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+
+
+class Paper(_Strict):
+    paper: PaperMeta
+    run: list[PaperRun] = Field(min_length=1)
+    table: list[PaperTable] = Field(default_factory=list)
+    figure: list[PaperFigure] = Field(default_factory=list)
+    recorded: Recorded = Field(default_factory=Recorded)
+
+
+@dataclass(frozen=True)
+class PaperFile:
+    path: Path
+    text: str
+    paper: Paper
+    lines: dict[str, int]
+
+    @property
+    def folder(self) -> Path:
+        return self.path.resolve().parent
+
+    @property
+    def output(self) -> Path:
+        return self.folder / self.paper.paper.output
+
+    def problem(self, key: str, message: str, hint: str | None = None) -> Problem:
+        return Problem(message, file=str(self.path), line=line_of(self.lines, key), key=key, hint=hint)
+
+
+# reading the paper file ------------------------------------------------------------------------
+
+def load_paper(path: Path) -> PaperFile:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PaperError(Problem("paper file not found", file=str(path))) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PaperError(Problem(f"cannot read the paper file: {getattr(exc, 'strerror', None) or exc}",
+                                 file=str(path), hint="give the path of a paper .toml file")) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        raise PaperError(Problem(f"not valid TOML: {exc}", file=str(path), line=int(match.group(1)) if match else None,
+                                 hint="check quotes, brackets and '=' on that line")) from None
+    lines = index_lines(text)
+    try:
+        paper = Paper.model_validate(raw)
+    except ValidationError as exc:
+        raise PaperError([_problem_of(err, path, lines) for err in exc.errors()]) from None
+    loaded = PaperFile(path, text, paper, lines)
+    problems = _cross_checks(loaded)
+    if problems:
+        raise PaperError(problems)
+    return loaded
+
+
+def _key_path(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_MODELS: dict[str, type[BaseModel]] = {"paper": PaperMeta, "run": PaperRun, "table": PaperTable,
+                                        "figure": PaperFigure, "recorded": Recorded}
+
+
+def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Problem:
+    union_tags = ("str", "int", "float", "bool")  # pydantic names the member of a union in the location
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or p in union_tags)))
+    key = _key_path(loc)
+    kind, message, hint = err["type"], err["msg"].removeprefix("Value error, "), None
+    if kind == "extra_forbidden":
+        model = _MODELS.get(str(loc[0])) if len(loc) > 1 else Paper
+        names = sorted(model.model_fields) if model else []
+        message = "unknown key"
+        hint = did_you_mean(str(loc[-1]), names) or (f"known keys: {', '.join(names)}" if names else None)
+    elif kind == "missing":
+        message, hint = "required key is missing", "add this key"
+        if key in ("paper", "run"):
+            hint = "a paper file needs [paper] (title, output) and at least one [[run]]"
+    elif kind == "string_pattern_mismatch":
+        message = f"{err['input']!r} is not a file name"
+        hint = "use letters, digits, '_', '.' and '-' (it names output files)"
+    elif "input" in err and not isinstance(err["input"], (dict, list)):
+        message = f"{message} (got {err['input']!r})"
+    return Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)
+
+
+def _cross_checks(loaded: PaperFile) -> list[Problem]:
+    paper, problems = loaded.paper, []
+    ids = [r.id for r in paper.run]
+    for index, run in enumerate(paper.run):
+        if ids.index(run.id) != index:
+            problems.append(loaded.problem(f"run[{index}].id", f"run id {run.id!r} is used twice",
+                                           hint="give each [[run]] its own id"))
+    seen: dict[str, str] = {}
+    for section, artifacts in (("table", paper.table), ("figure", paper.figure)):
+        for index, artifact in enumerate(artifacts):
+            key = f"{section}[{index}]"
+            if artifact.name in seen:
+                problems.append(loaded.problem(f"{key}.name", f"artifact name {artifact.name!r} is used twice "
+                                               f"(also {seen[artifact.name]})", hint="names make file names: "
+                                               "give each table and figure its own"))
+            seen.setdefault(artifact.name, key)
+            for position, run_id in enumerate(artifact.runs or []):
+                if run_id not in ids:
+                    problems.append(loaded.problem(f"{key}.runs[{position}]", f"no [[run]] has id {run_id!r}",
+                                                   hint=did_you_mean(run_id, ids) or f"runs: {', '.join(ids)}"))
+    if not paper.table and not paper.figure:
+        problems.append(loaded.problem(
+            "table", "the paper file lists no [[table]] and no [[figure]]",
+            hint="add a [[table]] (name, metric, layout) or a [[figure]] (name, metric, kind)"))
+    return problems
+
+
+# regenerating -----------------------------------------------------------------------------------
+
+@dataclass
+class RunContext:
+    config: PaperRun
+    run_dir: Path
+    manifest_dir: Path | None
+    record: dict[str, Any]
+    manifest: Any
+    media: tuple[Path | None, Path | None] = (None, None)
+    scores: dict[Any, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.config.label or self.config.id
+
+    def scored(self, by: Sequence[str] | None, metric: str) -> RunScores:
+        """The run scored again (once per ``by``), as the layouts want it."""
+        from .report_scoring import metric_splits, rescore
+
+        key = (tuple(by), metric) if by is not None else None
+        if key not in self.scores:
+            self.scores[key] = rescore(self.run_dir, self.manifest_dir, by=by, metric=metric if by else None,
+                                       media=self.media)
+        scores = self.scores[key]
+        splits = metric_splits(self.manifest.spec)
+        if by is not None:
+            splits = [list(by) if m["name"] == metric else s for m, s in zip(scores["metrics"], splits)]
+        provenance = Provenance.of(scores, self.record, self.label)
+        return RunScores(self.label, scores, splits, provenance)
+
+
+@dataclass(frozen=True)
+class Drift:
+    artifact: str
+    key: str         # table[i] / figure[i] / run[i]
+    message: str
+    pin: bool = False  # a run is not of the spec version the paper pins (--record does not fix that)
+    hint: str = RECORD_HINT
+
+
+@dataclass
+class ReproduceResult:
+    output: Path
+    files: dict[str, str]          # file name -> sha256 now
+    drift: list[Drift]
+    recorded: bool
+    status: dict[str, str] = field(default_factory=dict)  # file name -> ok | changed | new
+
+    def changed(self) -> list[str]:
+        return [name for name, state in self.status.items() if state != "ok"]
+
+
+def _open_runs(loaded: PaperFile) -> tuple[list[RunContext], list[Drift]]:
+    from .report_scoring import run_manifest
+
+    runs, drift = [], []
+    for index, config in enumerate(loaded.paper.run):
+        run_dir = loaded.folder / config.path
+        manifest_dir = loaded.folder / config.manifest if config.manifest else None
+        try:
+            record, manifest, _ = run_manifest(run_dir, manifest_dir)
+        except BenchcError as exc:
+            key = f"run[{index}].manifest" if config.manifest and "manifest" in exc.render() else f"run[{index}].path"
+            raise BenchcError([loaded.problem(key, f"run {config.id!r}: {p.message}" + _where(p), p.hint)
+                               for p in exc.problems]) from None
+        bench = manifest.lock.get("benchmark", {})
+        key = f"run[{index}]"
+        if (bench.get("name"), str(bench.get("version"))) != (config.spec, config.version):
+            drift.append(Drift(f"run {config.id}", key, f"run {config.id!r} is a run of {bench.get('name')} "
+                               f"{bench.get('version')}, but the paper pins {config.spec} {config.version}", pin=True,
+                               hint="point the run's path at a run of the pinned spec version, or change the pin"))
+        recorded = loaded.paper.recorded.runs.get(config.id)
+        digest = manifest.lock["manifest_digest"]
+        if recorded is not None and recorded != digest:
+            drift.append(Drift(f"run {config.id}", key, f"run {config.id!r}: manifest digest changed: recorded "
+                               f"{recorded[:16]}, now {digest[:16]} (the run was made from another manifest)"))
+        media = tuple(loaded.folder / p if p else None for p in (config.cache, config.store))
+        runs.append(RunContext(config, run_dir, manifest_dir, record, manifest, media))  # type: ignore[arg-type]
+    return runs, drift
+
+
+def _where(problem: Problem) -> str:
+    return f" ({problem.file})" if problem.file and problem.file not in problem.message else ""
+
+
+def _artifact_runs(artifact: _Artifact, runs: list[RunContext]) -> list[RunContext]:
+    by_id = {r.config.id: r for r in runs}
+    return [by_id[i] for i in artifact.runs] if artifact.runs else runs
+
+
+def _table_of(artifact: PaperTable, scored: list[RunScores]) -> Table:
+    common = {"name": artifact.name, "title": artifact.title or artifact.name, "metric_name": artifact.metric,
+              "occurrence": artifact.occurrence, "digits": artifact.digits}
+    if artifact.layout == "rows":
+        return layout_rows(scored, columns=artifact.columns, where=artifact.where, **common)
+    if artifact.layout == "breakdown":
+        return layout_breakdown(scored, columns=artifact.columns, where=artifact.where, **common)
+    return layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
+
+
+def _figure_data(artifact: PaperFigure, scored: list[RunScores]) -> Table:
+    common = {"name": artifact.name, "title": artifact.title or artifact.name, "metric_name": artifact.metric,
+              "occurrence": artifact.occurrence, "digits": artifact.digits}
+    if artifact.kind == "radar":
+        data = layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
+    else:
+        data = layout_series(scored, columns=artifact.columns, where=artifact.where,
+                             need_split=artifact.kind == "breakdown", **common)
+    data = normalized(data, artifact.normalize)
+    data.footer = footer_lines([r.provenance for r in scored], short=True)
+    return data
+
+
+def regenerate(loaded: PaperFile, runs: list[RunContext]) -> dict[str, tuple[str, str, bytes]]:
+    """file name -> (artifact key, artifact name, bytes), in the paper's order."""
+    out: dict[str, tuple[str, str, bytes]] = {}
+    for section, artifacts in (("table", loaded.paper.table), ("figure", loaded.paper.figure)):
+        for index, artifact in enumerate(artifacts):
+            key = f"{section}[{index}]"
+            try:
+                scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
+                if isinstance(artifact, PaperTable):
+                    table = _table_of(artifact, scored)
+                    for fmt in artifact.formats:
+                        out[f"{artifact.name}.{fmt}"] = (key, artifact.name, RENDERERS[fmt](table).encode("utf-8"))
+                else:
+                    data = _figure_data(artifact, scored)
+                    out[f"{artifact.name}.csv"] = (key, artifact.name, to_csv(data).encode("utf-8"))
+                    for fmt in artifact.formats:
+                        out[f"{artifact.name}.{fmt}"] = (key, artifact.name, render(artifact.kind, data, fmt,
+                                                                                    artifact.ylabel))
+            except LayoutError as exc:
+                raise PaperError(loaded.problem(key, str(exc), hint="check metric, columns, detail and by "
+                                                "against the run's scores.json")) from None
+    return out
+
+
+def reproduce(paper_path: Path, *, record: bool = False) -> ReproduceResult:
+    loaded = load_paper(paper_path)
+    runs, drift = _open_runs(loaded)
+    files = regenerate(loaded, runs)
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, (_, _, data) in files.items()}
+    output = loaded.output
+    if record:
+        pins = [d for d in drift if d.pin]
+        if pins:  # nothing is recorded for runs that are not what the paper says they are
+            return ReproduceResult(output, hashes, pins, True, {n: "not recorded" for n in hashes})
+        shutil.rmtree(output / DRIFT_DIR, ignore_errors=True)
+        for name, (_, _, data) in files.items():
+            write_bytes_atomic(output / name, data)
+        digests = {r.config.id: r.manifest.lock["manifest_digest"] for r in runs}
+        text = recorded_text(loaded.text, digests, hashes)
+        write_text_atomic(loaded.path, text)
+        return ReproduceResult(output, hashes, [], True, {n: "recorded" for n in hashes})
+    recorded = loaded.paper.recorded.artifacts
+    status = {n: "ok" if recorded.get(n) == h else "new" if n not in recorded else "changed"
+              for n, h in hashes.items()}
+    drift += _compare(loaded, files, hashes)
+    drifted = {d.artifact for d in drift}
+    if not drift:
+        shutil.rmtree(output / DRIFT_DIR, ignore_errors=True)
+    for name, (_, artifact, data) in files.items():
+        target = output / DRIFT_DIR / name if artifact in drifted else output / name
+        if artifact in drifted or not target.is_file() or target.read_bytes() != data:
+            write_bytes_atomic(target, data)
+    return ReproduceResult(output, hashes, drift, False, status)
+
+
+def check(result: ReproduceResult, paper_path: Path) -> None:
+    """Raise CheckFailed (exit 1) listing every drift."""
+    if result.drift:
+        try:
+            lines = index_lines(Path(paper_path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            lines = {}
+        raise CheckFailed([Problem(d.message, file=str(paper_path), line=line_of(lines, d.key), key=d.key, hint=d.hint)
+                           for d in result.drift])
+
+
+# comparing --------------------------------------------------------------------------------------
+
+def _compare(loaded: PaperFile, files: dict[str, tuple[str, str, bytes]], hashes: dict[str, str]) -> list[Drift]:
+    recorded = loaded.paper.recorded.artifacts
+    if not recorded:
+        return [Drift("(all)", "recorded", "the paper file has no recorded hashes yet",
+                      hint=f"run `benchc reproduce {loaded.path} --record` once and commit the paper file with them")]
+    changed: dict[tuple[str, str], list[str]] = {}
+    for name, (key, artifact, _) in files.items():
+        if recorded.get(name) != hashes[name]:
+            changed.setdefault((key, artifact), []).append(name)
+    drift = []
+    for (key, artifact), names in changed.items():
+        new = [n for n in names if n not in recorded]
+        differ = [n for n in names if n in recorded]
+        parts = []
+        if differ:
+            parts.append(f"{', '.join(differ)} differ{'s' if len(differ) == 1 else ''} from the recorded sha256")
+        if new:
+            parts.append(f"{', '.join(new)} {'has' if len(new) == 1 else 'have'} no recorded sha256")
+        details = _explain(loaded.output, artifact, differ, files, recorded) if differ else []
+        drift.append(Drift(artifact, key, f"artifact {artifact!r} changed: {'; '.join(parts)}"
+                           + "".join(f"\n    {line}" for line in details)))
+    for name in sorted(set(recorded) - set(files)):
+        drift.append(Drift(name, "recorded.artifacts", f"{name} is recorded but no artifact makes it any more"))
+    return drift
+
+
+def _explain(output: Path, artifact: str, names: list[str], files: dict[str, tuple[str, str, bytes]],
+             recorded: dict[str, str]) -> list[str]:
+    """What changed: cell differences of the artifact's CSV (a table's, or the data a figure
+    plots) against the recorded copy in the output folder, else a few changed lines."""
+    data_name = f"{artifact}.csv"
+    if data_name not in files:
+        return [line for name in names if name.endswith((".md", ".tex"))
+                for line in [f"{name}:", *_line_diff(output / name, files[name][2])]]
+    old_file = output / data_name
+    if not old_file.is_file():
+        return [f"(no copy of {data_name} in {output} to compare cells with)"]
+    old_bytes = old_file.read_bytes()
+    lines = [] if hashlib.sha256(old_bytes).hexdigest() == recorded.get(data_name) else [
+        f"(compared with {old_file}, which is not the recorded version either)"]
+    cells = cell_diff(old_bytes.decode("utf-8"), files[data_name][2].decode("utf-8"))
+    if cells:
+        return lines + cells
+    if any(n.endswith((".png", ".svg")) for n in names):
+        return [*lines, ("the plotted data is the same: only the drawing differs (another matplotlib or font?) "
+                         "or the footer (backends, manifest, benchc version)")]
+    return [*lines, ("the cells are the same: only the layout or the footer differs (backends, manifest, "
+                     "benchc version)")]
+
+
+def _line_diff(old_file: Path, new: bytes, limit: int = 12) -> list[str]:
+    if not old_file.is_file():
+        return [f"(no copy of {old_file.name} to compare with)"]
+    old_lines = old_file.read_text(encoding="utf-8").splitlines()
+    diff = [d for d in difflib.unified_diff(old_lines, new.decode("utf-8").splitlines(), lineterm="", n=0)
+            if not d.startswith(("---", "+++", "@@"))]
+    return diff[:limit] + ([f"... {len(diff) - limit} more changed lines"] if len(diff) > limit else [])
+
+
+def cell_diff(old_text: str, new_text: str, limit: int = 20) -> list[str]:
+    """Human-readable cell differences between two CSV tables (rows matched by their leading
+    label columns)."""
+    old_cols, old_rows = read_csv(old_text)
+    new_cols, new_rows = read_csv(new_text)
+    out = []
+    gone = [c for c in old_cols if c not in new_cols]
+    added = [c for c in new_cols if c not in old_cols]
+    if gone:
+        out.append(f"columns removed: {', '.join(gone)}")
+    if added:
+        out.append(f"columns added: {', '.join(added)}")
+    width = _key_width(old_rows, new_rows, min(len(old_cols), len(new_cols)))
+    old_by = {tuple(r[:width]) if width else (str(i),): r for i, r in enumerate(old_rows, 1)}
+    new_by = {tuple(r[:width]) if width else (str(i),): r for i, r in enumerate(new_rows, 1)}
+    for key in list(dict.fromkeys([*old_by, *new_by])):
+        label = _row_label(key, old_cols[:width]) if width else f"row {key[0]}"
+        if key not in new_by:
+            out.append(f"{label} removed")
+            continue
+        if key not in old_by:
+            out.append(f"{label} added")
+            continue
+        old_row, new_row = dict(zip(old_cols, old_by[key])), dict(zip(new_cols, new_by[key]))
+        for column in new_cols:
+            if column in old_row and old_row[column] != new_row.get(column):
+                out.append(f"{label}, column {column!r}: {old_row[column] or '(empty)'} -> "
+                           f"{new_row.get(column) or '(empty)'}")
+    return out[:limit] + ([f"... {len(out) - limit} more differences"] if len(out) > limit else [])
+
+
+def _key_width(old_rows: list[list[str]], new_rows: list[list[str]], columns: int) -> int:
+    """The fewest leading columns that tell each row apart in both tables (0: by position)."""
+    for width in range(1, columns + 1):
+        unique = all(len({tuple(r[:width]) for r in rows}) == len(rows) for rows in (old_rows, new_rows))
+        if unique and all(not _numeric(c) for rows in (old_rows, new_rows) for r in rows for c in r[:width]):
+            return width
+    return 0
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return "." in cell or "e" in cell
+
+
+def _row_label(key: tuple[str, ...], columns: list[str]) -> str:
+    return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(columns, key))
+
+
+# recording --------------------------------------------------------------------------------------
+
+_RECORDED_HEADER = re.compile(r"^\s*\[\s*recorded\s*(\.[^\]]*)?\]\s*(#.*)?$")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def recorded_text(text: str, runs: dict[str, str], artifacts: dict[str, str]) -> str:
+    """The paper file's text with its ``[recorded]`` tables replaced (everything else kept as
+    written, comments included)."""
+    kept, inside = [], False
+    for line in text.splitlines():
+        if _RECORDED_HEADER.match(line):
+            inside = True
+            continue
+        if inside and _ANY_HEADER.match(line):
+            inside = False
+        if not inside:
+            kept.append(line)
+    while kept and (not kept[-1].strip() or kept[-1].startswith("# recorded by")):
+        kept.pop()
+    out = kept + ["", "# recorded by `benchc reproduce --record`: do not edit by hand",
+                  "[recorded]", f"benchc = {json.dumps(__version__)}", "", "[recorded.runs]"]
+    out += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in runs.items()]
+    out += ["", "[recorded.artifacts]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in artifacts.items()]
+    result = "\n".join(out) + "\n"
+    check = Paper.model_validate(tomllib.loads(result)).recorded
+    assert check.runs == runs and check.artifacts == artifacts, "recorded tables did not round-trip"
+    return result
