@@ -131,11 +131,14 @@ def parse_backends(values: list[str]) -> dict[str, str]:
     return parse_backend_overrides(values)
 
 
-def score(run_dir: Path | str, manifest_dir: Path | str | None = None) -> dict[str, Any]:
-    """Score a run; ``manifest_dir`` replaces the manifest the run recorded (same digest only)."""
+def score(run_dir: Path | str, manifest_dir: Path | str | None = None, *, cache_dir: Path | str = DEFAULT_CACHE,
+          store_dir: Path | str = DEFAULT_STORE) -> dict[str, Any]:
+    """Score a run; ``manifest_dir`` replaces the manifest the run recorded (same digest only).
+    Metrics that look at media (CLIP scores) read them from ``cache_dir`` and ``store_dir``."""
     from .runtime.score import score_run
 
-    return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None)
+    return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None, cache_dir=Path(cache_dir),
+                     store_dir=Path(store_dir))
 
 
 def report(run_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
@@ -207,7 +210,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
         workers=workers, progress=progress, backends=backends, text_only=text_only, executor=executor,
         ray_address=ray_address)
-    scores = score(out / "run")
+    scores = score(out / "run", cache_dir=cache_dir, store_dir=store_dir)
     return Evaluation(manifest.manifest_dir, out / "run",
                       report(out / "run", cache_dir=cache_dir, store_dir=store_dir), scores)
 

@@ -154,11 +154,12 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
 @app.command()
 def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
           manifest: Annotated[Path | None, typer.Option(
-              "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None) -> None:
+              "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None,
+          cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
 
-    scores = api.score(run_dir, manifest)
+    scores = api.score(run_dir, manifest, cache_dir=cache, store_dir=store)
     typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
 
 
