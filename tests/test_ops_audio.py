@@ -35,7 +35,7 @@ from conftest import ROOT, cli
 
 SEVERITIES = ("light", "heavy")
 SIGNAL = "d56d00f1b61cdd6e96646a9909214ee27218cb2903ece08a2fb71a7755e5f8e1"
-GOLDEN = {  # audio.corrupt 1.0.0 on signal_wav(), OpContext rng_for(7)
+GOLDEN = {  # audio.corrupt 1.1.0 (samples as in 1.0.0) on signal_wav(), OpContext rng_for(7)
     "gaussian_noise/light": "2dd3bf82984dc10bb7b47addf14803439974546bcc3ab05427388ddf7243c68b",
     "gaussian_noise/heavy": "7b937c0824cee44872b45af7a1c04a71e72d28afadb931e4a3ce15990a866c37",
     "short_noises/light": "7155c922d099c3782c11164f1e20d51bd335891428515c2ff19131cc422ee5f2",
@@ -117,7 +117,7 @@ def test_the_input_signal_is_pinned() -> None:
 
 
 def test_every_corruption_and_severity_is_pinned(tmp_path: Path) -> None:
-    assert OPS.get("audio.corrupt").version == "1.0.0"
+    assert OPS.get("audio.corrupt").version == "1.1.0"
     assert golden_digests(ContentStore(tmp_path / "store")) == GOLDEN
     assert SIGNAL not in GOLDEN.values()  # every corruption changes the signal
 

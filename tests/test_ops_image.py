@@ -31,7 +31,7 @@ from benchc.compiler.values import Record, Value
 from conftest import ROOT
 
 INPUT = "43d4ea8aceb08b90df7fdbe0092e9591dc895aae6e23191513343db925eeb7d1"
-CORRUPTED = {  # image.corrupt 1.0.0 on INPUT, seed rng_for(1)
+CORRUPTED = {  # image.corrupt 1.1.0 (pixels as in 1.0.0) on INPUT, seed rng_for(1)
     ("gaussian_noise", "light"): "b39656006645ed739bf65f9867b9c364570ebafc1bf3da199786dc66e5e1acf1",
     ("gaussian_noise", "heavy"): "c5f9afac470eab8d398a8d1c61f31c0f8d9381a549400976108e0b34cf50f7a1",
     ("shot_noise", "light"): "a724498db292f1168113fa180e5aa48dab0b9f22acd7b337e12ab37232292b1c",
@@ -127,7 +127,7 @@ def test_input_is_pinned() -> None:
 
 @pytest.mark.parametrize("corruption,severity", CORRUPTED, ids=[f"{c}-{s}" for c, s in CORRUPTED])
 def test_corruption_output_is_pinned(store: ContentStore, corruption: str, severity: str) -> None:
-    assert OPS.get("image.corrupt").version == "1.0.0"
+    assert OPS.get("image.corrupt").version == "1.1.0"
     out, _ = run_op(store, small_scene(), "image.corrupt", corruption=corruption, severity=severity)
     assert (out.mode, out.size) == ("RGB", (64, 64))
     assert image_identity(out) == CORRUPTED[(corruption, severity)]
