@@ -21,6 +21,7 @@ ROWS = [
     ("independent", "benchc runtime (hf backend + executor + store)", BATCH),
     ("consistency", "generate(), batched, no sharing", BATCH),
     ("consistency", "benchc runtime (hf backend + executor + store)", BATCH),
+    ("consistency", "benchc runtime, share_prefix=true", BATCH),
     ("consistency", "reference: generate(), image prefix shared", BATCH),
 ]
 
@@ -70,5 +71,7 @@ def test_benchc_answers_equal_batched_generate_for_the_same_requests(run: tuple[
         assert agreement["benchc"] == agreement["generate"], name
         assert f"answers, {name}, batch {BATCH}: benchc runtime equal to batched generate(): " \
                f"{SAMPLES}/{SAMPLES}" in stdout
+    shared = by_workload["consistency"]["benchc_shared_equal"]
+    assert shared == SAMPLES and f"benchc share_prefix=true equal to batched generate(): {SAMPLES}/{SAMPLES}" in stdout
     # not vacuous: different requests get different answers (random weights, greedy)
     assert len(set(by_workload["independent"]["generate"])) > 1

@@ -93,6 +93,7 @@ from typing import Any
 from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
 
+from . import hf_prefix
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
@@ -220,7 +221,7 @@ class HFVision(Backend):
     name = "hf"
     tasks = frozenset({"generate"})
     target_is_path = True
-    OPTIONS = {"batch_size", "dtype", "device"}
+    OPTIONS = {"batch_size", "dtype", "device", "share_prefix"}
     DTYPES = ("float32", "float16", "bfloat16")
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
@@ -238,7 +239,10 @@ class HFVision(Backend):
             raise BackendError(Problem(f"hf backend needs torch and transformers: {exc}")) from None
         self.torch = torch
         self.device = self._device(self.option("device", "cpu"))
+        self.share_prefix = self.choice_option("share_prefix", "false", ("true", "false")) == "true"
         self._loaded = False
+        self.shared_groups = 0
+        """How many groups of requests shared an image prefix (``share_prefix``)."""
         self.oom_splits = 0
         """How many times a batch was split in halves after running out of memory (to log)."""
 
@@ -246,6 +250,8 @@ class HFVision(Backend):
         if not self._loaded:
             self._load()
             self._loaded = True
+            if self.share_prefix:  # refused before the first request
+                hf_prefix.check_family(self.model.config.model_type)
 
     def _load(self) -> None:
         try:
@@ -329,6 +335,8 @@ class HFVision(Backend):
             "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)
             out["batch_size"] = self.batch_size
+        if self.share_prefix:  # other tensor shapes, other rounding (see hf_prefix)
+            out["share_prefix"] = True
         return out
 
     def _device_identity(self) -> str:
@@ -395,6 +403,8 @@ class HFVision(Backend):
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         self.prepare()
+        if self.share_prefix and not self.sampling:
+            return self._generate_shared(requests, load_media)
         if self.sampling:
             return [self._generate_or_split([r], load_media, seed=request_seed(r, self.generation.seed))[0]
                     for r in requests]
@@ -448,6 +458,18 @@ class HFVision(Backend):
         half = len(requests) // 2
         return (self._generate_or_split(requests[:half], load_media, seed)
                 + self._generate_or_split(requests[half:], load_media, seed))
+
+    def _generate_shared(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+        """Greedy answers with each image's prefix computed once for the requests that share it
+        (``hf_prefix``); the others as one padded batch."""
+        groups, alone = hf_prefix.groups_of(requests, hf_prefix.encode_alone(self, requests, load_media))
+        answers: dict[int, Response] = {}
+        if alone:
+            answers.update(zip(alone, self._generate_or_split([requests[i] for i in alone], load_media, None)))
+        for bucket in hf_prefix.buckets_of(groups):
+            answers.update((i, Response("text", text=t)) for i, t in hf_prefix.generate_bucket(self, bucket))
+        self.shared_groups += len(groups)
+        return [answers[i] for i in range(len(requests))]
 
     def _release_memory(self) -> None:
         if self.device.type == "cuda":

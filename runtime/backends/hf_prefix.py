@@ -1,0 +1,145 @@
+"""Shared image prefixes for the ``hf`` backend (``share_prefix=true``): a consistency benchmark
+asks 3 to 5 prompts about one image, and their tokens agree up to the last image token (the
+chat template's head, then the image's tokens). That prefix, the image encoder's work and the
+language model's prefill of the 576+ image tokens, is computed once per image; its key/value
+cache is repeated for the group's prompts, and only their differing tails are prefilled.
+
+Tails of unequal length are padded in the middle (prefix, pads, tail) with the pads masked out;
+``generate`` derives positions from the attention mask's running sum, so every real token keeps
+the position it has when the prompt is encoded alone and left-padded. The arithmetic is the same
+up to the order of floating-point sums (other tensor shapes), which is why ``share_prefix`` is
+part of the backend's fingerprint.
+
+Only families whose image tokens sit in the prompt with plain 1-D positions qualify: LLaVA-1.5
+and LLaVA-NeXT. (Qwen2-VL's multimodal rotary positions and PaliGemma's bidirectional prefix
+would need their own cache handling.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchc.compiler.errors import BackendError, Problem
+
+from .base import MediaLoader, Request
+
+SHARING_FAMILIES = ("llava", "llava_next")
+
+
+def check_family(model_type: str) -> None:
+    if model_type not in SHARING_FAMILIES:
+        raise BackendError(Problem(f"hf: share_prefix is not supported for {model_type!r} models",
+                                   hint=f"it works for {', '.join(SHARING_FAMILIES)}; leave share_prefix out"))
+
+
+@dataclass
+class Encoded:
+    """One request encoded alone: its tokens, its image tensors and where its prefix ends."""
+
+    index: int
+    input_ids: Any  # (1, L)
+    images: dict[str, Any]  # pixel_values (and image_sizes), batch of 1
+    prefix: int  # tokens up to and including the last image token; 0: no image
+
+    def group_key(self, request: Request) -> tuple[Any, ...] | None:
+        if self.prefix == 0 or self.prefix == self.input_ids.shape[1]:  # no image, or no tail
+            return None
+        return (request.media, tuple(self.input_ids[0, :self.prefix].tolist()))
+
+
+def encode_alone(backend: Any, requests: list[Request], load_media: MediaLoader) -> list[Encoded]:
+    """Each request's tokens unpadded, from one processor call over the batch (each image is
+    decoded once and processed once per request that shows it, as in the unshared path)."""
+    from .hf import _image
+
+    torch = backend.torch
+    texts, images, counts, decoded = [], [], [], {}
+    for request in requests:
+        shas = [sha for kind, sha in request.media if kind == "image"]
+        backend._check_images(request, len(shas))
+        for sha in shas:
+            if sha not in decoded:
+                decoded[sha] = _image(load_media("image", sha), sha)
+        images += [decoded[sha] for sha in shas]
+        texts.append(backend._text(request, len(shas)))
+        counts.append(len(shas))
+    batch = backend.processor(text=texts, images=images or None)  # lists: no padding, no tensors
+    image_token = getattr(backend.model.config, "image_token_id", None)
+    if image_token is None:
+        image_token = backend.model.config.image_token_index
+    out, first_image = [], 0
+    for index, count in enumerate(counts):
+        ids = torch.tensor([batch["input_ids"][index]])
+        positions = (ids[0] == image_token).nonzero()
+        prefix = int(positions.max()) + 1 if len(positions) else 0
+        span = slice(first_image, first_image + count)
+        tensors = {k: torch.tensor(np.stack(batch[k][span])) for k in ("pixel_values", "image_sizes")
+                   if count and k in batch}
+        out.append(Encoded(index, ids, tensors, prefix))
+        first_image += count
+    return out
+
+
+def groups_of(requests: list[Request], encoded: list[Encoded]) -> tuple[list[list[Encoded]], list[int]]:
+    """Requests that share an image prefix (groups of two or more, in first-seen order), and the
+    indices of the others (no image, or an image asked about once)."""
+    by_key: dict[tuple[Any, ...], list[Encoded]] = {}
+    alone = []
+    for request, enc in zip(requests, encoded):
+        key = enc.group_key(request)
+        if key is None:
+            alone.append(enc.index)
+        else:
+            by_key.setdefault(key, []).append(enc)
+    groups = [g for g in by_key.values() if len(g) > 1]
+    alone += [g[0].index for g in by_key.values() if len(g) == 1]
+    return groups, sorted(alone)
+
+
+def buckets_of(groups: list[list[Encoded]]) -> list[list[list[Encoded]]]:
+    """Groups whose prefixes and image tensors have the same shapes, so that one forward pass
+    prefills all their prefixes and one ``generate`` answers all their members."""
+    by_shape: dict[tuple[Any, ...], list[list[Encoded]]] = {}
+    for group in groups:
+        first = group[0]
+        shape = (first.prefix, *((k, tuple(v.shape)) for k, v in sorted(first.images.items())))
+        by_shape.setdefault(shape, []).append(group)
+    return list(by_shape.values())
+
+
+def generate_bucket(backend: Any, bucket: list[list[Encoded]]) -> list[tuple[int, str]]:
+    """(request index, answer) for every member of the bucket's groups: the groups' prefixes
+    prefilled in one forward pass, each prefix's cache rows repeated for its group's members,
+    then one ``generate`` over all members."""
+    torch = backend.torch
+    firsts = [group[0] for group in bucket]
+    prefix = firsts[0].prefix
+    prefix_ids = torch.cat([enc.input_ids[:, :prefix] for enc in firsts]).to(backend.device)
+    images = {k: backend._to_device(torch.cat([enc.images[k] for enc in firsts])) for k in firsts[0].images}
+    members = [enc for group in bucket for enc in group]
+    rows = torch.tensor([g for g, group in enumerate(bucket) for _ in group], device=backend.device)
+    with torch.inference_mode():
+        cache = backend.model(input_ids=prefix_ids, **images, use_cache=True).past_key_values
+        cache.batch_select_indices(rows)
+        input_ids, mask = _prefix_pads_tails(torch, members, backend.tokenizer.pad_token_id)
+        out = backend.model.generate(input_ids=input_ids.to(backend.device), attention_mask=mask.to(backend.device),
+                                     past_key_values=cache, **backend._generate_kwargs())
+    new_tokens = out[:, input_ids.shape[1]:]
+    return [(enc.index, backend.tokenizer.decode(row, skip_special_tokens=True).strip())
+            for enc, row in zip(members, new_tokens)]
+
+
+def _prefix_pads_tails(torch: Any, members: list[Encoded], pad_id: int) -> tuple[Any, Any]:
+    """(prefix, pads, tail) rows and their mask: pads masked out, between prefix and tail."""
+    tails = [enc.input_ids[0, enc.prefix:] for enc in members]
+    width = max(len(t) for t in tails)
+    rows, masks = [], []
+    for enc, tail in zip(members, tails):
+        prefix, pads = enc.input_ids[0, :enc.prefix], width - len(tail)
+        rows.append(torch.cat([prefix, torch.full((pads,), pad_id, dtype=prefix.dtype), tail]))
+        masks.append(torch.cat([torch.ones(len(prefix), dtype=torch.long), torch.zeros(pads, dtype=torch.long),
+                                torch.ones(len(tail), dtype=torch.long)]))
+    return torch.stack(rows), torch.stack(masks)
