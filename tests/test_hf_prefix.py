@@ -57,7 +57,8 @@ def _images_encoded(backend) -> list[int]:
     """The batch sizes the vision tower is called with (a forward pre-hook)."""
     calls: list[int] = []
     backend.prepare()
-    backend.model.vision_tower.register_forward_pre_hook(lambda _, args, kw: calls.append(
+    tower = getattr(backend.model, "vision_tower", None) or backend.model.model.vision_tower  # 4.x / 5.x
+    tower.register_forward_pre_hook(lambda _, args, kw: calls.append(
         (args[0] if args else kw["pixel_values"]).shape[0]), with_kwargs=True)
     return calls
 
