@@ -204,6 +204,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     out = Path(out_dir)
     resolved = validate(spec_path, overrides)
     check_backend_overrides(dict(backends or {}), list(resolved.loaded.spec.stage))
+    _check_stage_backends(resolved.loaded.spec, model, dict(backends or {}))
     manifest = compile(spec_path, out / "manifest", cache_dir=cache_dir, workers=workers,
                        overrides=overrides, data_roots=data_roots, store_dir=store_dir, progress=progress,
                        check_version=check_version)
@@ -213,6 +214,17 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
     scores = score(out / "run", cache_dir=cache_dir, store_dir=store_dir)
     return Evaluation(manifest.manifest_dir, out / "run",
                       report(out / "run", cache_dir=cache_dir, store_dir=store_dir), scores)
+
+
+def _check_stage_backends(spec: Any, model: str | None, backends: dict[str, str]) -> None:
+    """Build (not load) each stage's backend, so that a missing model folder, an unknown backend
+    or a bad option fails before the compile, not after it."""
+    from .runtime.backends import make_backend
+    from .runtime.run import RunOptions, stage_backend
+
+    options = RunOptions(model=model, backends=backends)
+    for stage in spec.stage:
+        make_backend(stage_backend(stage, options), spec.generation, stage.task)
 
 
 def lock_path(spec_path: Path, generated: Path) -> Path:

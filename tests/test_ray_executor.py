@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from benchc.runtime.ray_executor import (BackendActor, _check_actors, _dispatch,
                                          actor_spec, check_resources, ray_session, uses_cuda)
 from benchc.runtime.run import RunOptions
 from benchc.runtime.store import ResponseStore
+from support.stored import stored_responses
 from conftest import ROOT, cli
 from specfiles import write_mini
 
@@ -76,24 +76,13 @@ def _run_args(manifest: Path, name: str, *extra: str) -> list[str]:
             "--store", str(root / f"{name}-store"), *extra]
 
 
-def _stored(store: Path) -> int:
-    db = store / "responses.sqlite"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as con:
-            return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
 def _interrupt(args: list[str], store: Path, after: int, then: float) -> tuple[int, str]:
     """Start ``benchc`` and Ctrl-C it (SIGINT to its process group, as a terminal does) ``then``
     seconds after ``after`` responses are stored; its exit status and stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "benchc.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
-    while _stored(store) < after and proc.poll() is None and time.monotonic() < deadline:
+    while stored_responses(store) < after and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(then)
     if proc.poll() is None:
@@ -121,7 +110,7 @@ def test_ray_with_one_or_two_workers_answers_and_scores_as_the_local_executor(cl
     code, stderr = _interrupt(one, root / "ray1-store", after=6, then=0.5)
     assert code == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
-    saved = _stored(root / "ray1-store")
+    saved = stored_responses(root / "ray1-store")
     assert saved in (6, 10), "whole batches only: the speech batch, and the running transcript batch if any"
     resumed = cli(*one, check=True)
     assert _counts(resumed.stdout) == (saved, total - saved)

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from support.stored import stored_responses
 from conftest import ROOT, TEXT2SPEECH, cli
 from specfiles import write_mini
 
@@ -55,17 +56,6 @@ def test_rerun_asks_no_backend_again(tmp_path: Path) -> None:
     assert "transcript: 6 requests to pocketsphinx (6 cached, 0 run)" in second
 
 
-def _stored(store: Path) -> int:
-    db = store / "responses.sqlite"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as con:
-            return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
 def _run_args(tmp_path: Path, records: int) -> list[str]:
     """Compile a mini spec; return the `benchc run` command line for it (two workers)."""
     spec = write_mini(tmp_path, n=records)
@@ -79,7 +69,7 @@ def _start_and_signal(args: list[str], store: Path, after: int, sig: signal.Sign
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.time() + 300
-    while _stored(store) < after and proc.poll() is None and time.time() < deadline:
+    while stored_responses(store) < after and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, sig)
     return proc
@@ -90,7 +80,7 @@ def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path)
     total = 2 * 6 * 3  # two stages x six records x three versions
     for kill_after in (3, 14, 23):
         _start_and_signal(args, store, kill_after, signal.SIGKILL).wait()
-    before = _stored(store)
+    before = stored_responses(store)
     assert 0 < before < total
     done = cli(*args[3:], check=True)
     counts = re.findall(r"(\d+) requests to \S+ \((\d+) cached, (\d+) run\)", done.stdout)
@@ -98,7 +88,7 @@ def test_sigkill_then_rerun_completes_every_request_exactly_once(tmp_path: Path)
     cached = sum(int(c) for _, c, _ in counts)
     ran = sum(int(n) for _, _, n in counts)
     assert requests == total and cached == before and cached + ran == total
-    assert _stored(store) == total
+    assert stored_responses(store) == total
     with sqlite3.connect(store / "responses.sqlite") as con:
         assert con.execute("SELECT COUNT(DISTINCT key) FROM responses").fetchone()[0] == total
     responses = pl.read_parquet(tmp_path / "r" / "responses.parquet")
@@ -111,7 +101,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path: Path) -> None:
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
-    before = _stored(store)
+    before = stored_responses(store)
     done = cli(*args[3:], check=True)
     ran = sum(int(n) for n in re.findall(r"cached, (\d+) run\)", done.stdout))
-    assert before + ran == 2 * 4 * 3 == _stored(store)
+    assert before + ran == 2 * 4 * 3 == stored_responses(store)
