@@ -88,7 +88,9 @@ class ClipEmbedder:
         """How many texts and images went through the model (each at most once)."""
 
     def _load(self) -> None:
-        from transformers import AutoConfig, AutoImageProcessor, AutoTokenizer, CLIPModel
+        from transformers import AutoConfig, AutoTokenizer, CLIPModel
+
+        from .backends.hf_processor import pil_image_processor
 
         try:
             config = AutoConfig.from_pretrained(self.path, local_files_only=True)
@@ -96,8 +98,7 @@ class ClipEmbedder:
                 raise BackendError(Problem(f"clip: {self.path} is a {config.model_type!r} model, not a CLIP one",
                                            hint=USAGE))
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-            self.image_processor = AutoImageProcessor.from_pretrained(self.path, local_files_only=True,
-                                                                      use_fast=False)
+            self.image_processor = pil_image_processor(self.path, "clip")  # the same pixels with or without torchvision
             with self.torch.random.fork_rng(devices=[]):  # building draws initial weights
                 self.model = CLIPModel.from_pretrained(self.path, local_files_only=True, dtype=self.torch.float32)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -155,12 +156,19 @@ class ClipEmbedder:
                                  return_tensors="pt")
         inputs = {k: v.to(self.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask")}
         with self.torch.inference_mode():
-            return self.model.get_text_features(**inputs).float().cpu().numpy()
+            return _projected(self.model.get_text_features(**inputs))
 
     def _image_vectors(self, images: list[Any]) -> np.ndarray:
         pixels = self.image_processor(images=images, return_tensors="pt")["pixel_values"]
         with self.torch.inference_mode():
-            return self.model.get_image_features(pixel_values=pixels.to(self.device)).float().cpu().numpy()
+            return _projected(self.model.get_image_features(pixel_values=pixels.to(self.device)))
+
+
+def _projected(features: Any) -> np.ndarray:
+    """The projected embeddings: ``get_*_features`` return them as a tensor in transformers 4.x
+    and as the ``pooler_output`` of a model output in 5.x."""
+    tensor = getattr(features, "pooler_output", features)
+    return tensor.float().cpu().numpy()
 
 
 @lru_cache(maxsize=4)

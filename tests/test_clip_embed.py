@@ -4,8 +4,6 @@ rows, determinism, one embedding per distinct text or image, fingerprints, early
 from __future__ import annotations
 
 import io
-import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 from benchc.compiler.errors import BackendError
 from benchc.runtime.clip_embed import ClipEmbedder, load_clip
 
+from support.model_folders import copy_with
 from support.tiny_clip import build_tiny_clip
 
 pytestmark = pytest.mark.slow  # builds and loads a (tiny) model
@@ -70,10 +69,8 @@ def test_embeddings_do_not_depend_on_batching_or_call_order(tiny_clip: Path) -> 
 def test_fingerprint_covers_weights_and_processor_config(tiny_clip: Path, tmp_path: Path) -> None:
     base = ClipEmbedder(tiny_clip).fingerprint()
     assert base["device"] == "cpu" and base["max_length"] == 16 and base["transformers"] and base["torch"]
-    processor = tmp_path / "processor-changed"
-    shutil.copytree(tiny_clip, processor)
-    config = processor / "preprocessor_config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "image_mean": [0.5, 0.5, 0.5]}))
+    processor = copy_with(tiny_clip, tmp_path / "processor-changed", "preprocessor_config.json",
+                          image_mean=[0.5, 0.5, 0.5])
     changed = ClipEmbedder(processor)
     assert changed.fingerprint() != base
     assert not np.allclose(changed.embed_images(IMAGES[:1]), ClipEmbedder(tiny_clip).embed_images(IMAGES[:1]))

@@ -5,7 +5,6 @@ misconfiguration refused before any request."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from benchc.compiler.media import read_wav, wav_bytes
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
 
+from support.model_folders import copy_with
 from support.tiny_speech import WHISPER_WINDOW_S, build_tiny_vits, build_tiny_wav2vec2, build_tiny_whisper
 
 pytestmark = pytest.mark.slow  # builds and loads (tiny) models
@@ -50,14 +50,6 @@ def _load(kind: str, sha: str) -> bytes:
 
 def _asr_requests(*names: str) -> list[Request]:
     return [Request(f"k-{n}", "speech-to-text", "", media=(("audio", n),)) for n in names]
-
-
-def _copy_with(folder: Path, dest: Path, file: str, **changes: object) -> Path:
-    """A copy of a model folder with keys of one JSON file changed."""
-    shutil.copytree(folder, dest)
-    data = json.loads((dest / file).read_text())
-    (dest / file).write_text(json.dumps({**data, **changes}))
-    return dest
 
 
 # -- hf-asr ------------------------------------------------------------------------------------
@@ -114,7 +106,7 @@ def test_asr_fingerprint_covers_weights_processor_and_decoding(whisper: Path, tm
     others = [f"hf-asr:{whisper},{option}" for option in
               ("max_new_tokens=5", "language=en", "task=translate", "batch_size=2", "dtype=bfloat16")]
     others += [f"hf-asr:{build_tiny_whisper(tmp_path / 'seed1', seed=1)}",
-               f"hf-asr:{_copy_with(whisper, tmp_path / 'proc', 'preprocessor_config.json', padding_value=0.5)}"]
+               f"hf-asr:{copy_with(whisper, tmp_path / 'proc', 'preprocessor_config.json', padding_value=0.5)}"]
     prints = [make_backend(spec, GREEDY, "speech-to-text").fingerprint() for spec in others]
     assert all(p != base for p in prints) and len({json.dumps(p, sort_keys=True) for p in prints}) == len(prints)
     # the spec's generation settings are for generate stages: greedy ASR does not read them
@@ -180,7 +172,7 @@ def test_tts_fingerprint_and_early_failures(vits: Path, whisper: Path, tmp_path:
     assert base["rate"] == 16_000 and base["resampler"].startswith("soxr ")
     assert make_backend(f"hf-tts:{build_tiny_vits(tmp_path / 'seed1', seed=1)}", GREEDY,
                         "text-to-speech").fingerprint() != base
-    tokenizer_changed = _copy_with(vits, tmp_path / "tok", "tokenizer_config.json", add_blank=False)
+    tokenizer_changed = copy_with(vits, tmp_path / "tok", "tokenizer_config.json", add_blank=False)
     assert make_backend(f"hf-tts:{tokenizer_changed}", GREEDY, "text-to-speech").fingerprint() != base
     assert make_backend(f"hf-tts:{vits},dtype=bfloat16", GREEDY, "text-to-speech").fingerprint() != base
     with pytest.raises(BackendError, match="no model folder with config.json"):

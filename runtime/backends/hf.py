@@ -88,12 +88,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
 
-from . import hf_prefix
+from . import hf_prefix, hf_processor
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
@@ -167,61 +167,17 @@ def _image(data: bytes, sha256: str) -> Any:
                                    hint="the compile cache may be damaged; recompile with a fresh --cache")) from None
 
 
-def _missing_module(exc: BaseException) -> str:
-    """The module an import error (or one of its causes) could not find, else 'a package'."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ModuleNotFoundError) and seen.name and "." not in seen.name:
-            return seen.name
-        seen = seen.__cause__ or seen.__context__
-    return "a package"
-
-
-class _NoVideoProcessor:
-    """Stands in for a processor's video part where torchvision (which it needs) is missing:
-    requests carry no videos, and chat templates read only these two settings from it."""
-
-    num_frames = None
-    fps = None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise BackendError(Problem("hf: this processor's video part needs torchvision, which is not installed"))
-
-
-def _image_only_processor(path: Path, config: Any) -> Any:
-    """The family's processor without its video processor (which needs torchvision even for
-    images): built from the folder's image processor, tokenizer and processor settings."""
-    from transformers import AutoImageProcessor, AutoTokenizer
-    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING
-
-    base = PROCESSOR_MAPPING[type(config)]
-    parameters = inspect.signature(base.__init__).parameters
-    if "video_processor" not in parameters:
-        raise ImportError(f"{base.__name__} needs a package that is not installed")
-
-    class ImageOnly(base):  # type: ignore[misc, valid-type]
-        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-            if argument_name == "video_processor" and isinstance(argument, _NoVideoProcessor):
-                return _NoVideoProcessor
-            return super().check_argument_for_proper_class(argument_name, argument)
-
-    ImageOnly.__name__ = ImageOnly.__qualname__ = base.__name__
-    image_processor = AutoImageProcessor.from_pretrained(path, local_files_only=True, use_fast=False)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    settings, _ = base.get_processor_dict(path, local_files_only=True)
-    settings = {k: v for k, v in settings.items()
-                if k in parameters and k not in ("self", "image_processor", "tokenizer", "video_processor")}
-    if "chat_template" in parameters and not settings.get("chat_template"):
-        settings["chat_template"] = tokenizer.chat_template
-    return ImageOnly(image_processor=image_processor, tokenizer=tokenizer, video_processor=_NoVideoProcessor(),
-                     **settings)
+BATCHING_REVISION = 2
+"""How greedy requests are padded into a batch; a new revision gives new request keys, because
+the answers of a batch can change with it. 2: encoder-decoder and Q-Former text padded on the
+right (1: everything on the left)."""
 
 
 class HFVision(Backend):
     name = "hf"
     tasks = frozenset({"generate"})
     target_is_path = True
-    OPTIONS = {"batch_size", "dtype", "device", "share_prefix"}
+    OPTIONS: ClassVar[set[str]] = {"batch_size", "dtype", "device", "share_prefix"}
     DTYPES = ("float32", "float16", "bfloat16")
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
@@ -273,23 +229,38 @@ class HFVision(Backend):
                                             "with save_pretrained?")) from None
         self.model.to(self.device).eval()
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:  # many causal LMs ship without a pad token
             self.tokenizer.pad_token = self.tokenizer.eos_token
         text_config = self.model.config.get_text_config()
         self.encoder_decoder = bool(getattr(text_config, "is_encoder_decoder", False)
                                     or getattr(self.model.config, "is_encoder_decoder", False))
+        self._set_padding_sides()
+
+    def _set_padding_sides(self) -> None:
+        """Where each tokenizer pads a batch, so that every request's real tokens keep the
+        positions they have alone. A decoder-only model generates after the last prompt token, so
+        its prompts are padded on the left (positions come from the attention mask's running
+        sum). An encoder-decoder's encoder is padded on the right: T5's relative position bias
+        would otherwise see pads between the image's query tokens (which the processor puts before
+        the padded text) and the text, and answer otherwise than alone. A Q-Former's tokenizer
+        (InstructBLIP) is padded on the right too: BERT's absolute positions count from the left."""
+        self.tokenizer.padding_side = "right" if self.encoder_decoder else "left"
+        qformer_tokenizer = getattr(self.processor, "qformer_tokenizer", None)
+        if qformer_tokenizer is not None:
+            qformer_tokenizer.padding_side = "right"
 
     def _load_vision(self, config: Any) -> tuple[Any, Any]:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         try:
             processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
-        except ImportError:  # a video processor that needs torchvision (see the module docstring)
+        except (ImportError, ValueError) as error:  # see "torchvision" in the module docstring
+            if not hf_processor.needs_torchvision(error):
+                raise
             try:
-                processor = _image_only_processor(self.path, config)
+                processor = hf_processor.image_only_processor(self.path, config)
             except ImportError as exc:
-                missing = _missing_module(exc)
+                missing = hf_processor.missing_module(exc)
                 raise BackendError(Problem(
                     f"hf: the processor of {self.path.name} ({config.model_type}) needs {missing}, "
                     "which is not installed",
@@ -335,6 +306,7 @@ class HFVision(Backend):
             "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)
             out["batch_size"] = self.batch_size
+            out["batching"] = BATCHING_REVISION
         if self.share_prefix:  # other tensor shapes, other rounding (see hf_prefix)
             out["share_prefix"] = True
         return out

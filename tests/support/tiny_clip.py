@@ -37,7 +37,7 @@ def clip_tokenizer():
 
 def _clip_tokenizer(work_dir: pathlib.Path):
     from transformers import CLIPTokenizer
-    from transformers.models.clip.tokenization_clip import bytes_to_unicode
+    from transformers.convert_slow_tokenizer import bytes_to_unicode  # in 4.x and 5.x
 
     symbols = list(bytes_to_unicode().values())
     vocab = {s: i for i, s in enumerate(symbols)}

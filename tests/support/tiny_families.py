@@ -281,6 +281,23 @@ IDEFICS3_SPECIAL = ["<|endoftext|>", "<|begin_of_text|>", "<end_of_utterance>", 
                     "<image>", "<global-img>"] + [f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)]
 
 
+def _pil_image_processor(name: str) -> type:
+    """A family's PIL image processor class, which needs no torchvision. transformers 5.x names the
+    torchvision one plainly and the PIL one "...Pil", and its top-level names of both demand
+    torchvision (a lazy-import placeholder), so the PIL class is taken from its own module; 4.x
+    has only the plain, PIL-based class."""
+    import importlib
+
+    import transformers
+
+    family = name.removesuffix("ImageProcessor").lower()
+    try:
+        module = importlib.import_module(f"transformers.models.{family}.image_processing_pil_{family}")
+    except ModuleNotFoundError:
+        return getattr(transformers, name)
+    return getattr(module, name + "Pil")
+
+
 def _idefics3_parts(seed: int, model_cls: str, config_cls: str, vision_cls: str, image_cls: str) -> tuple:
     """Idefics3-style model, tokenizer and image processor: 16x16 tiles of 4x4 patches, pixel
     shuffle by 2, so each tile (and the global image) is 4 ``<image>`` tokens; images are split
@@ -291,7 +308,7 @@ def _idefics3_parts(seed: int, model_cls: str, config_cls: str, vision_cls: str,
     tokenizer = _fast(PreTrainedTokenizerFast, _bpe(IDEFICS3_SPECIAL), bos_token="<|begin_of_text|>",
                       eos_token="<end_of_utterance>", pad_token="<|endoftext|>", unk_token="<|endoftext|>",
                       chat_template=IDEFICS3_CHAT_TEMPLATE)
-    image_processor = getattr(transformers, image_cls)(
+    image_processor = _pil_image_processor(image_cls)(
         do_resize=True, size={"longest_edge": 32}, max_image_size={"longest_edge": 16}, do_image_splitting=True)
     vision = getattr(transformers, vision_cls)(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                                num_attention_heads=2, image_size=16, patch_size=4)
