@@ -11,9 +11,9 @@ Tested on tiny random-weight models of each (``tests/test_hf_families.py``): LLa
 LLaVA-NeXT (``image_sizes``), Qwen2-VL and Qwen2.5-VL (``image_grid_thw``, M-RoPE), Idefics3
 (also SmolVLM v1, whose checkpoints are Idefics3; image splitting, ``pixel_attention_mask``),
 BLIP-2 (OPT) and InstructBLIP (Flan-T5) (Q-Former query tokens, which the processor inserts from
-``num_query_tokens``), and PaliGemma. SmolVLM2 is the Idefics3 design too, but its processor
-module imports torchvision, so without torchvision it fails to load with one BackendError
-naming it. Whatever extra tensors a family's processor returns go to ``generate`` unchanged
+``num_query_tokens``), and PaliGemma. SmolVLM2 is the Idefics3 design too; under transformers 4.x
+its processor module imports torchvision, so without torchvision it fails to load with one
+BackendError naming it (5.x serves it). Whatever extra tensors a family's processor returns go to ``generate`` unchanged
 (``token_type_ids`` only where the model's forward takes them).
 
 How a request becomes the model's input:
@@ -51,10 +51,15 @@ their parts from their ``__init__`` signature instead of an ``attributes`` list;
 image processors are the default in 5.x, and the slow (PIL) ones give slightly different pixels,
 which is why torchvision's version (or its absence) enters the fingerprint.
 
-Processors with a video part (Qwen2-VL, Qwen2.5-VL, SmolVLM2) need torchvision for it even for
-images. Without torchvision (as here) the backend builds the family's processor without its
-video processor, from the folder's image processor, tokenizer and processor settings; requests
-have no videos, so the answers are those of the full processor with the same image processor.
+torchvision: processors with a video part (Qwen2-VL, Qwen2.5-VL, SmolVLM2) need it for that part
+even for images, and under 5.x ``AutoProcessor`` needs it for any image processor (5.17's
+top-level image processor names are placeholders that demand it). Where ``AutoProcessor`` fails
+for want of torchvision, ``hf_processor`` builds the family's processor from the folder's PIL
+image processor, tokenizer and settings, with a stand-in for the video part; requests have no
+videos, so the answers are those of the full processor with the PIL image processor.
+
+Padding: decoder-only prompts are padded on the left, an encoder-decoder's (Flan-T5) and a
+Q-Former's text on the right, so that no pad moves a real token (``_set_padding_sides``).
 
 Weights load on the first batch (or ``prepare()``, which ``benchc run`` calls before its first
 request), so that a fingerprint, which needs only the folder's digest, costs no load.
