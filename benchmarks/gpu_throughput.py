@@ -56,7 +56,9 @@ How
 
 Printed: a table (workload, method, batch, samples, seconds, samples/s, x per-sample, % of the
 bound), whether benchc's answers equal batched ``generate()``'s for the same requests (they
-must: same batches, greedy), and a verdict against the targets, which apply to an H200 only:
+must: greedy, same batch size, and every request of the same length and image size, so benchc's
+length ordering (runtime/backends/hf_batching.py, timed with the rest) pads nothing either way;
+it only changes which equal-shaped rows share a batch), and a verdict against the targets, which apply to an H200 only:
 benchc's runtime at least 45 samples/s, 60% of the bound and 2x batched ``generate()``; and, on
 the consistency workload, more samples/s than the per-sample compute bound (possible only by
 encoding each image once and sharing its prefix, which benchc's share_prefix row does). The

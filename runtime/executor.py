@@ -131,7 +131,7 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
     (``executor.kind == "ray"``) on ``workers`` Ray actors."""
     if not requests:
         return
-    batches = list(_batches(requests, max(1, backend.batch_size)))
+    batches = list(_batches(backend.batch_order(requests, media), max(1, backend.batch_size)))
     with _progress(show_progress and sys.stderr.isatty()) as progress:
         task = progress.add_task(label, total=len(requests), rate="")
         done = 0

@@ -92,6 +92,12 @@ class Backend(ABC):
     @abstractmethod
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]: ...
 
+    def batch_order(self, requests: list[Request], load_media: MediaLoader) -> list[Request]:
+        """The order in which the executor cuts ``requests`` into batches of ``batch_size``. This
+        default keeps the manifest's; a backend that pads a batch to its longest request puts
+        requests of like length together (``hf``, see ``hf_batching``)."""
+        return requests
+
     def prepare(self) -> None:
         """Load what answering needs (weights), so that a broken model fails before the first
         request; backends that load lazily (so a fingerprint costs no weights load) override it."""

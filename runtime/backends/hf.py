@@ -98,7 +98,7 @@ from typing import Any, ClassVar
 from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
 
-from . import hf_prefix, hf_processor
+from . import hf_batching, hf_prefix, hf_processor
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
@@ -175,7 +175,8 @@ def _image(data: bytes, sha256: str) -> Any:
 BATCHING_REVISION = 2
 """How greedy requests are padded into a batch; a new revision gives new request keys, because
 the answers of a batch can change with it. 2: encoder-decoder and Q-Former text padded on the
-right (1: everything on the left)."""
+right, and requests of like length batched together (``hf_batching``); 1: everything padded on
+the left, batches cut in manifest order."""
 
 
 class HFVision(Backend):
@@ -377,6 +378,17 @@ class HFVision(Backend):
                 hint="combine the images into one, or use a multi-image model"))
 
     # --- generation ---------------------------------------------------------------------------
+
+    def batch_order(self, requests: list[Request], load_media: MediaLoader) -> list[Request]:
+        """Greedy requests of like length together (``hf_batching``); sampled ones as they come
+        (each is generated alone)."""
+        if self.sampling or self.batch_size == 1 or len(requests) <= 1:
+            return requests
+        self.prepare()
+        sized = self.family in hf_batching.SIZED_IMAGE_FAMILIES
+        return hf_batching.batch_order(requests, hf_batching.text_tokens(self.tokenizer, requests),
+                                       hf_batching.image_areas(requests, load_media) if sized else None,
+                                       self.share_prefix)
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         self.prepare()
