@@ -5,7 +5,10 @@ executor cuts batches in that order."""
 from __future__ import annotations
 
 import io
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -192,3 +195,17 @@ def test_sampled_requests_keep_their_order(tmp_path: Path) -> None:
     backend = make_backend(f"hf:{folder},batch_size=4", Generation(temperature=1.0), "generate")
     requests = _varied_requests(6)
     assert backend.batch_order(requests, _load) == requests
+
+
+@pytest.mark.slow
+def test_the_batch_order_benchmark_runs_and_both_orders_answer_alike() -> None:
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "batch_order.py"
+    done = subprocess.run([sys.executable, str(script), "--width", "64", "--layers", "1", "--repeats", "1",
+                           "--new-tokens", "2"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    manifest, length = (line.split() for line in lines[2:4])
+    assert manifest[0] == "manifest" and length[0] == "length"
+    assert int(length[3]) < int(manifest[3])  # fewer pad tokens
+    assert lines[-1] == "answers equal under both orders: 348 of 348"
