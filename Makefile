@@ -4,7 +4,7 @@ BENCHC := $(VENV)/bin/benchc
 PYTEST := $(VENV)/bin/python -m pytest
 DEMO_OUT := out/demo
 
-.PHONY: setup demo test test-fast lock clean
+.PHONY: setup demo test test-fast test-transformers5 lock clean
 
 setup:
 	@scripts/setup.sh
@@ -13,9 +13,23 @@ setup:
 demo: setup
 	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak --set sample.n=2 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
 
-# The whole suite, slow real-model tests included (CI runs exactly this).
+# The whole suite, slow real-model tests included, then the model backends' tests again under
+# transformers 5.x (CI runs exactly this).
 test: setup
 	$(PYTEST) -n 2 --dist loadgroup -q
+	$(MAKE) --no-print-directory test-transformers5
+
+# The tests of every backend that loads models through transformers, under the 5.x the GPU
+# machines run (4.57 is pinned in .venv); no torchvision either way.
+TF5 := .tf5
+TF5_TESTS := tests/test_hf_families.py tests/test_hf_backend.py tests/test_hf_prefix.py \
+	tests/test_batch_order.py tests/test_clip_embed.py tests/test_speech_backends.py \
+	tests/test_t2i_backend.py tests/test_gpu_throughput_cpu.py tests/test_model_steps_e2e.py
+test-transformers5: setup
+	@[ "$$(cat $(TF5)/.installed 2>/dev/null)" = "$$(cat requirements-transformers5.txt)" ] || { \
+		rm -rf $(TF5) && $(VENV)/bin/python -m pip install -q --no-deps --target $(TF5) \
+			-r requirements-transformers5.txt && cp requirements-transformers5.txt $(TF5)/.installed; }
+	PYTHONPATH=$(TF5) BENCHC_EXPECT_TRANSFORMERS=5 $(PYTEST) -n 2 -q $(TF5_TESTS)
 
 test-fast: setup
 	$(PYTEST) -n 2 -q -m "not slow"

@@ -8,6 +8,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Tests never time: hypothesis's per-example deadline (200 ms) would fail a property on a loaded
+# 2-core machine for reasons that have nothing to do with the property.
+settings.register_profile("benchc", deadline=None)
+settings.load_profile("benchc")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`make test-transformers5` sets BENCHC_EXPECT_TRANSFORMERS=5: its tests must not pass on
+    the pinned 4.x because a path went wrong."""
+    expected = os.environ.get("BENCHC_EXPECT_TRANSFORMERS")
+    if expected:
+        import transformers
+
+        if transformers.__version__.split(".")[0] != expected:
+            raise pytest.UsageError(f"transformers {transformers.__version__} is imported, not {expected}.x")
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"

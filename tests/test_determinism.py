@@ -68,7 +68,7 @@ def test_unchanged_recompile_is_answered_from_the_memo(tmp_path: Path) -> None:
     assert "(unchanged)" not in cli(*args, check=True).stdout
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.lists(st.text(alphabet="abcdef0123", min_size=1, max_size=6), min_size=1, max_size=30, unique=True),
        st.integers(min_value=1, max_value=40), st.randoms())
 def test_sampling_is_independent_of_record_order(ids: list[str], n: int, rnd) -> None:
