@@ -48,6 +48,8 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
             problems.add(loaded.unknown(BACKENDS, name, f"stage[{index}].backend"))
     for problem in _model_step_backend_problems(loaded, resolved):
         problems.add(problem)
+    for problem in _select_problems(loaded):
+        problems.add(problem)
     for index, metric in enumerate(loaded.spec.metric):
         if metric.name in METRIC_SCHEMAS and metric.name not in METRICS:
             problems.add(loaded.problem(f"metric[{index}].name", f"metric {metric.name!r} has no implementation"))
@@ -80,6 +82,28 @@ def _model_step_backend_problems(loaded: Any, resolved: Resolved | None) -> list
             elif "generate" not in BACKENDS.get(name).tasks:
                 problems.append(loaded.problem(key, f"backend {name!r} cannot generate text",
                                                hint="model steps need a generating backend, e.g. hf:models/llm"))
+    return problems
+
+
+def _select_problems(loaded: Any) -> list[Problem]:
+    """``[select]``'s models must be registered backends that do its task, and its embedder a
+    registered one; checked by name, without loading anything."""
+    from .runtime.backends import BACKENDS
+    from .runtime.embed import EMBEDDERS
+
+    select = loaded.spec.select
+    if select is None:
+        return []
+    problems = []
+    for index, backend in enumerate(select.models):
+        name, key = backend.partition(":")[0].strip(), f"select.models[{index}]"
+        if name not in BACKENDS:
+            problems.append(loaded.unknown(BACKENDS, name, key))
+        elif select.task not in BACKENDS.get(name).tasks:
+            problems.append(loaded.problem(key, f"backend {name!r} cannot do {select.task}",
+                                           hint=f"[select] task = {select.task!r} needs a backend that does it"))
+    if select.embedder not in EMBEDDERS:
+        problems.append(loaded.unknown(EMBEDDERS, select.embedder, "select.embedder"))
     return problems
 
 

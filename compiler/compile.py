@@ -27,7 +27,8 @@ from .model_steps import ModelClient, ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, check_output_dir, is_manifest_dir,
                        manifest_digest, read_manifest, write_manifest)
 from .metric_attrs import check_metric_attrs
-from .resolve import Resolved, resolve
+from . import select_hard
+from .resolve import Resolved, ResolvedNode, resolve
 from .select import apply_filters, sample
 from .sources import LoadedSource, SourceContext
 from .spec.models import Stage
@@ -63,6 +64,11 @@ class CompileResult:
     model_calls: int | None = None
 
 
+SELECT_PINS = "[select]"
+"""The key of ``[select]``'s model and embedder fingerprints among the model pins (the memo key
+hashes them); the lock moves them to its own ``select`` entry. No node id has brackets."""
+
+
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
     options = options or CompileOptions()
     check_output_dir(Path(out_dir))  # before any work: a refused -o should fail fast
@@ -70,6 +76,8 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     resolved = resolve(loaded)
     models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
     model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
+    if resolved.select is not None:
+        model_pins = {**model_pins, SELECT_PINS: select_hard.pin(resolved.select, models)}
     store = ContentStore(Path(options.cache_dir))
     try:
         source = _load_source(resolved, loaded, store, options)
@@ -94,12 +102,21 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
     doc = resolved.loaded.spec.model_dump(mode="json", by_alias=True)
     doc["source"] = {**doc["source"], **resolved.source_params.model_dump(mode="json")}
     for node_doc, node in zip(doc["node"], resolved.nodes):
-        defaults = {name: field.get_default(call_default_factory=True)
-                    for name, field in node.op.Params.model_fields.items() if not field.is_required()}
-        node_doc["params"] = {**_json_defaults(node.op.Params, defaults), **node_doc["params"]}
+        node_doc["params"] = _with_defaults(node, node_doc["params"])
+    if resolved.select is None:  # absent, not null: specs without one keep their digests
+        del doc["select"]
+    else:
+        doc["select"]["probe"]["params"] = _with_defaults(resolved.select.probe, doc["select"]["probe"]["params"])
     doc["metric"] = [{"name": m.name, **m.params.model_dump(mode="json")} for m in resolved.metrics]
     doc["stage"] = [_stage_document(stage) for stage in resolved.loaded.spec.stage]
     return doc
+
+
+def _with_defaults(node: ResolvedNode, params: dict[str, Any]) -> dict[str, Any]:
+    """A node's params with every default of its op written out."""
+    defaults = {name: field.get_default(call_default_factory=True)
+                for name, field in node.op.Params.model_fields.items() if not field.is_required()}
+    return {**_json_defaults(node.op.Params, defaults), **params}
 
 
 def _stage_document(stage: Stage) -> dict[str, Any]:
@@ -165,7 +182,7 @@ def source_digest(source: LoadedSource) -> str:
 def _library_versions(resolved: Resolved) -> dict[str, str]:
     """Versions of every library and engine the spec's ops may use (``environment(None)``)."""
     versions = library_versions(ALWAYS_TRACKED)
-    for node in resolved.nodes:
+    for node in resolved.all_nodes:
         versions.update(node.op.environment(None))
     return dict(sorted(versions.items()))
 
@@ -179,7 +196,7 @@ def _memo_key(resolved: Resolved, source: LoadedSource, model_pins: dict[str, An
 
 
 def _op_versions(resolved: Resolved) -> dict[str, str]:
-    return {n.op.name: n.op.version for n in resolved.nodes}
+    return {n.op.name: n.op.version for n in resolved.all_nodes}
 
 
 def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: ContentStore,
@@ -187,6 +204,10 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
            model_pins: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
+    selection = None
+    if resolved.select is not None:
+        selection = select_hard.select_hard(resolved.select, records, seed, store, options.workers, models)
+        records = selection.kept
     expansion = expand(resolved.nodes, records, seed, store, options.workers,
                        tuple(data_roots(loaded, options)), models)
     if resolved.sinks:
@@ -197,6 +218,9 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
     rows.sort(key=lambda row: row["item_id"])
     check_metric_attrs(resolved, rows)
     lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins)
+    if selection is not None:
+        lock["select"] = selection.lock(model_pins[SELECT_PINS])
+        return rows, lock, expansion.ops_run + selection.ops_run
     return rows, lock, expansion.ops_run
 
 
@@ -286,7 +310,7 @@ def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records:
         "ops": _op_versions(resolved),
         "libraries": _library_versions(resolved),
         "dropped": dropped,
-        "model_steps": model_pins,
+        "model_steps": {k: v for k, v in model_pins.items() if k != SELECT_PINS},
         "item_count": len(rows),
         "manifest_digest": manifest_digest(rows),
     }

@@ -89,7 +89,7 @@ def _input_of(node: ResolvedNode, record: Record, upstream: Variant | None) -> V
     if ref is None or ref.kind != node.op.input_kind:
         raise OpError(Problem(
             f"record {record.id!r} has no {node.op.input_kind} named {node.input!r}",
-            key=f"node[{node.index}].input", hint=f"record media: {', '.join(record.media) or 'none'}"))
+            key=f"{node.where}.input", hint=f"record media: {', '.join(record.media) or 'none'}"))
     return Value(ref.kind, media=ref)
 
 
@@ -100,7 +100,7 @@ def environment_of(node: ResolvedNode, params: Any, models: ModelSteps | None) -
     if node.op.model_backed:
         if models is None:
             raise OpError(Problem(f"node {node.id!r} asks a model and this compile has no model steps",
-                                  key=f"node[{node.index}].params.backend"))
+                                  key=f"{node.where}.params.backend"))
         environment["model"] = models.fingerprint(node, models.ref(params))
     return environment
 
@@ -120,7 +120,7 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
             try:
                 model = node.op.Params.model_validate({**node.sweep.fixed, **swept})
             except Exception as exc:  # validated in resolve; a chosen combination can still clash
-                raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"node[{node.index}].params")) from None
+                raise OpError(Problem(f"invalid params {swept}: {exc}", key=f"{node.where}.params")) from None
             params = model.model_dump(mode="json")
             seed = derive_seed(spec_seed, record.id, path)
             key = node_key(node.op.name, node.op.version, params, keys, seed,
@@ -189,7 +189,7 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
 def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
              roots: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
     args = [(str(store.root), t.node.op.name, t.params, t.seed, t.record, t.input_value,
-             f"node[{t.node.index}]", roots) for t in tasks]
+             t.node.where, roots) for t in tasks]
     if workers <= 1 or len(tasks) < 2:
         results = [_run_task(*a) for a in args]
     else:
@@ -219,7 +219,7 @@ def _run_model_tasks(tasks: list[NodeTask], store: ContentStore, roots: tuple[Pa
     node = tasks[0].node
     op = node.op
     assert isinstance(op, ModelOp)
-    where = f"node[{node.index}]"
+    where = node.where
     prepared = []
     for task in tasks:
         params = op.Params.model_validate(task.params)

@@ -75,10 +75,13 @@ class ModelBackendRef:
     backend: str
     generation: StepGeneration
     roots: tuple[Path, ...] = ()
+    task: str = "generate"
+    """``generate``, or ``speech-to-text`` (the baseline ASR models of a ``[select]``)."""
 
     def as_json(self) -> dict[str, Any]:
         """What the lock names (never the roots: no absolute path enters a lock)."""
-        return {"backend": self.backend, "generation": self.generation.as_json()}
+        out = {"backend": self.backend, "generation": self.generation.as_json()}
+        return out if self.task == "generate" else {**out, "task": self.task}
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,14 @@ class ModelClient(Protocol):
 
     def generate(self, ref: ModelBackendRef, prompts: Sequence[ModelPrompt]) -> list[str]:
         """One answer per prompt, in order (the client batches, deduplicates and caches)."""
+        ...
+
+    def embedder_fingerprint(self, name: str) -> dict[str, Any]:
+        """What shapes a sentence embedder's vectors (``[select]``'s similarity)."""
+        ...
+
+    def embed(self, name: str, texts: Sequence[str]) -> Any:
+        """Unit-normalised embeddings of ``texts`` (a float32 array, one row per text)."""
         ...
 
 
@@ -162,36 +173,61 @@ class ModelSteps:
         return refs
 
     def fingerprint(self, node: ResolvedNode, ref: ModelBackendRef) -> dict[str, Any]:
-        if ref not in self._fingerprints:
-            client = self._require_client(node)
-            self._fingerprints[ref] = self._asking(node, lambda: client.fingerprint(ref))
-        return self._fingerprints[ref]
+        return self.model_fingerprint(Asker.of(node), ref)
 
     def generate(self, node: ResolvedNode, ref: ModelBackendRef, prompts: list[ModelPrompt]) -> list[str]:
-        client = self._require_client(node)
-        answers = self._asking(node, lambda: client.generate(ref, prompts))
+        return self.model_answers(Asker.of(node), ref, prompts)
+
+    def model_fingerprint(self, asker: Asker, ref: ModelBackendRef) -> dict[str, Any]:
+        if ref not in self._fingerprints:
+            client = self._require_client(asker)
+            self._fingerprints[ref] = self._asking(asker, lambda: client.fingerprint(ref))
+        return self._fingerprints[ref]
+
+    def model_answers(self, asker: Asker, ref: ModelBackendRef, prompts: list[ModelPrompt]) -> list[str]:
+        client = self._require_client(asker)
+        answers = self._asking(asker, lambda: client.generate(ref, prompts))
         if len(answers) != len(prompts):
             raise RuntimeError(f"model client returned {len(answers)} answers for {len(prompts)} prompts")
         self.prompts_asked += len(prompts)
         return answers
 
-    def _require_client(self, node: ResolvedNode) -> ModelClient:
+    def embedder_fingerprint(self, asker: Asker, name: str) -> dict[str, Any]:
+        client = self._require_client(asker)
+        return self._asking(asker, lambda: client.embedder_fingerprint(name))
+
+    def embed(self, asker: Asker, name: str, texts: list[str]) -> Any:
+        client = self._require_client(asker)
+        return self._asking(asker, lambda: client.embed(name, texts))
+
+    def _require_client(self, asker: Asker) -> ModelClient:
         if self.client is None:
-            raise SpecError(self._locate(
-                f"node[{node.index}].params.backend",
-                f"node {node.id!r} (op {node.op.name!r}) asks a model at compile time, and this "
-                "compile has no model client", NO_CLIENT_HINT))
+            raise SpecError(self._locate(asker.key, f"{asker.who} asks a model at compile time, and this "
+                                         "compile has no model client", NO_CLIENT_HINT))
         return self.client
 
-    def _asking(self, node: ResolvedNode, call: Callable[[], Any]) -> Any:
-        """Run a client call; its errors get the node's backend key path, file and line."""
+    def _asking(self, asker: Asker, call: Callable[[], Any]) -> Any:
+        """Run a client call; its errors get the asker's key path, file and line."""
         try:
             return call()
         except BenchcError as exc:
-            key = f"node[{node.index}].params.backend"
-            located = [self._locate(key, f"node {node.id!r}: {p.message}", p.hint) if not p.key
-                       else replace(p, message=f"node {node.id!r}: {p.message}") for p in exc.problems]
+            located = [self._locate(asker.key, f"{asker.label}: {p.message}", p.hint) if not p.key
+                       else replace(p, message=f"{asker.label}: {p.message}") for p in exc.problems]
             raise type(exc)(located) from None
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asks a model, for messages: its spec key path, and how it is named."""
+
+    key: str  # "node[2].params.backend", "select.models[0]"
+    label: str  # "node 'rephrased'", "select"
+    who: str  # "node 'rephrased' (op 'text.rephrase')"
+
+    @staticmethod
+    def of(node: ResolvedNode) -> Asker:
+        return Asker(f"{node.where}.params.backend", f"node {node.id!r}",
+                      f"node {node.id!r} (op {node.op.name!r})")
 
 
 # --- parsing answers -------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
 from .registry import did_you_mean
 from .sources import SOURCES, SourceLoader
-from .spec.models import RESERVED_INPUTS
+from .spec.models import RESERVED_INPUTS, Select
 from .spec.parse import LoadedSpec
 from .templates import TemplateProblem, compile_template, make_environment
 
@@ -45,6 +45,21 @@ class ResolvedNode:
     input: str
     sweep: Sweep
     repeat: int
+    spec_key: str | None = None
+    """Where the node is in the spec, for messages: ``node[index]`` unless set (``select.probe``)."""
+
+    @property
+    def where(self) -> str:
+        return self.spec_key or f"node[{self.index}]"
+
+
+@dataclass(frozen=True)
+class ResolvedSelect:
+    """``[select]`` with its probe resolved as a node (id ``select_probe``: node ids cannot hold
+    the dot of its paths, ``select_probe.N``, so none collides with it)."""
+
+    settings: Select
+    probe: ResolvedNode
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,12 @@ class Resolved:
     template: jinja2.Template
     system_template: jinja2.Template | None
     metrics: list[ResolvedMetric]
+    select: ResolvedSelect | None = None
+
+    @property
+    def all_nodes(self) -> list[ResolvedNode]:
+        """The graph's nodes and the selection's probe: every op the compile may run."""
+        return self.nodes + ([self.select.probe] if self.select else [])
 
     @property
     def sinks(self) -> list[ResolvedNode]:
@@ -79,8 +100,10 @@ def resolve(loaded: LoadedSpec) -> Resolved:
     _check_template_names(loaded, nodes, problems)
     _check_stage_templates(loaded, problems)
     metrics = _resolve_metrics(loaded, problems)
+    select = _resolve_select(loaded, problems)
     problems.raise_if_any(SpecError)
-    return Resolved(loaded, source, source_params, nodes, template, system_template, metrics)  # type: ignore[arg-type]
+    return Resolved(loaded, source, source_params, nodes, template, system_template, metrics,  # type: ignore[arg-type]
+                    select)
 
 
 def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str) -> list[Problem]:
@@ -142,6 +165,37 @@ def _resolve_nodes(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedNo
         known[node.id] = op
         resolved.append(ResolvedNode(index, node.id, op, input_name, sweep, node.repeat))
     return resolved
+
+
+SELECT_MEDIA = {"generate": "image", "speech-to-text": "audio"}
+"""What the selection's models read, by task: the probe op must take and make it."""
+
+
+def _resolve_select(loaded: LoadedSpec, problems: ProblemList) -> ResolvedSelect | None:
+    settings = loaded.spec.select
+    if settings is None:
+        return None
+    probe, key = settings.probe, "select.probe"
+    if probe.op not in OPS:
+        problems.add(loaded.unknown(OPS, probe.op, f"{key}.op"))
+        return None
+    op = OPS.get(probe.op)
+    sweep, errors = _split_sweep(probe.params)
+    for name, message in errors:
+        problems.add(loaded.problem(f"{key}.params.{name}", message))
+    _check_params(loaded, op, sweep, f"{key}.params", problems)
+    media = SELECT_MEDIA[settings.task]
+    if op.input_kind != media or op.output_kind != media:
+        problems.add(loaded.problem(f"{key}.op", f"op {op.name!r} takes {op.input_kind} and makes "
+                                    f"{op.output_kind}; the {settings.task} models read {media}",
+                                    hint=f"a probe perturbs the record's {media} (e.g. "
+                                         f"{'image.imagenet_c' if media == 'image' else 'audio.corrupt'})"))
+    input_name = probe.input or op.default_input
+    if input_name in RESERVED_INPUTS or any(n.id == input_name for n in loaded.spec.node):
+        problems.add(loaded.problem(f"{key}.input", f"a probe reads a record media, not {input_name!r}",
+                                    hint=f"name the record's {media} (e.g. '{media}')"))
+    node = ResolvedNode(-1, "select_probe", op, input_name, sweep, probe.repeat, spec_key=key)
+    return ResolvedSelect(settings, node)
 
 
 def _check_params(loaded: LoadedSpec, op: Op, sweep: Sweep, key: str, problems: ProblemList) -> None:

@@ -24,12 +24,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchc.compiler.errors import BenchcError, Problem
 from benchc.compiler.model_steps import ModelBackendRef, ModelPrompt
 from benchc.compiler.paths import resolve_in_roots
 from benchc.compiler.spec.models import Generation
 
 from .backends import BACKENDS, Backend, BackendSpec, Request, make_backend
+from .embed import load_embedder
 from .executor import MediaSource, execute
 from .run import request_digest
 from .store import ResponseStore
@@ -42,7 +45,7 @@ class RuntimeModelClient:
         self.cache_dir = Path(cache_dir)
         self.store_dir = Path(store_dir)
         self.progress = progress
-        self._backends: dict[tuple[BackendSpec, Generation], Backend] = {}
+        self._backends: dict[tuple[BackendSpec, Generation, str], Backend] = {}
         self._store: ResponseStore | None = None
         self._media: MediaSource | None = None
         self.requests = 0
@@ -55,10 +58,16 @@ class RuntimeModelClient:
     def fingerprint(self, ref: ModelBackendRef) -> dict[str, Any]:
         return self._backend(ref).fingerprint()
 
+    def embedder_fingerprint(self, name: str) -> dict[str, Any]:
+        return dict(load_embedder(name).fingerprint)
+
+    def embed(self, name: str, texts: Sequence[str]) -> np.ndarray:
+        return load_embedder(name).encode(list(texts))
+
     def generate(self, ref: ModelBackendRef, prompts: Sequence[ModelPrompt]) -> list[str]:
         backend = self._backend(ref)
         fingerprint = backend.fingerprint()
-        requests = [self._request(fingerprint, backend.generation, p) for p in prompts]
+        requests = [self._request(fingerprint, backend.generation, ref.task, p) for p in prompts]
         unique = {r.key: r for r in requests}
         store, media = self._open()
         missing = store.missing(sorted(unique))
@@ -80,9 +89,9 @@ class RuntimeModelClient:
         spec = self._resolved(BackendSpec.parse(ref.backend), ref.roots)
         generation = Generation(max_new_tokens=ref.generation.max_new_tokens,
                                 temperature=ref.generation.temperature, top_p=ref.generation.top_p)
-        if (spec, generation) not in self._backends:
-            self._backends[(spec, generation)] = make_backend(spec, generation, "generate")
-        return self._backends[(spec, generation)]
+        if (spec, generation, ref.task) not in self._backends:
+            self._backends[(spec, generation, ref.task)] = make_backend(spec, generation, ref.task)
+        return self._backends[(spec, generation, ref.task)]
 
     @staticmethod
     def _resolved(spec: BackendSpec, roots: tuple[Path, ...]) -> BackendSpec:
@@ -95,11 +104,11 @@ class RuntimeModelClient:
         return replace(spec, target=str(resolve_in_roots(spec.target, roots, key="")))
 
     @staticmethod
-    def _request(fingerprint: dict[str, Any], generation: Generation, prompt: ModelPrompt) -> Request:
+    def _request(fingerprint: dict[str, Any], generation: Generation, task: str, prompt: ModelPrompt) -> Request:
         media = [(m.kind, m.sha256) for m in prompt.media]
-        key = request_digest(fingerprint, "generate", generation, prompt.text, prompt.system, media,
+        key = request_digest(fingerprint, task, generation, prompt.text, prompt.system, media,
                              prompt.sample, prompt.seed)
-        return Request(key, "generate", prompt.text, prompt.system, tuple(media), prompt.sample, prompt.seed)
+        return Request(key, task, prompt.text, prompt.system, tuple(media), prompt.sample, prompt.seed)
 
     def _open(self) -> tuple[ResponseStore, MediaSource]:
         """The response store and media, opened on the first request (a spec without model

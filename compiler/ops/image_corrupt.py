@@ -110,6 +110,37 @@ class Corrupt(Op):
         return OpOutput(Value("image", media=put_image(ctx.store, Image.fromarray(out, "RGB"))))
 
 
+ImageNetCName = Literal[IMAGECORRUPTIONS]  # type: ignore[valid-type]
+
+
+class ImageNetCParams(OpParams):
+    corruption: ImageNetCName = Field(description="one of imagecorruptions' 19 corruptions (ImageNet-C's 15 "
+                                                  "and its 4 validation ones)")
+    severity: int = Field(3, ge=1, le=5, description="ImageNet-C severity, 1 (mildest) to 5")
+
+
+class ImageNetC(Op):
+    """Corrupt an image with imagecorruptions at an ImageNet-C severity, 1 to 5.
+
+    MMCBench selects its hard images with the 15 ImageNet-C corruptions at severity 3
+    (``[select]``); ``image.corrupt`` has its light (2) and heavy (5) degrees."""
+
+    name = "image.imagenet_c"
+    reads_record = False
+    version = "1.0.0"
+    Params = ImageNetCParams
+    input_kind = "image"
+    output_kind = "image"
+    default_input = "image"
+    libraries = ("imagecorruptions", "opencv-python", "opencv-python-headless", "scikit-image", "scipy",
+                 "numpy", "pillow")
+
+    def apply(self, value: Value | None, params: ImageNetCParams, ctx: OpContext) -> OpOutput:
+        assert value is not None and value.media is not None
+        out = corrupt(_input_pixels(ctx.store, value.media), params.corruption, params.severity, ctx.rng)
+        return OpOutput(Value("image", media=put_image(ctx.store, Image.fromarray(out, "RGB"))))
+
+
 _decoded: dict[tuple[str, str], Pixels] = {}
 """The input this process decoded last: a compile runs the variants of one input one after
 another in the same worker, so an image's PNG is decoded once, not once per variant (58 times)."""
@@ -299,3 +330,4 @@ CORRUPTERS: dict[str, Corrupter] = {
 }
 
 OPS.register(Corrupt.name, Corrupt())
+OPS.register(ImageNetC.name, ImageNetC())

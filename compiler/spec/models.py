@@ -96,6 +96,32 @@ class Node(Strict):
 RESERVED_INPUTS = {"record", "prompt"}
 
 
+class SelectProbe(Strict):
+    """What the baseline models are asked about besides each record's own media: a node of one
+    op over a record media (its params swept like a node's; each output is one probe)."""
+
+    op: str
+    input: str | None = Field(None, description="the record media the op perturbs (default: the op's)")
+    params: dict[str, Any] = Field(default_factory=dict)
+    repeat: int = Field(1, ge=1, le=1000)
+
+
+class Select(Strict):
+    """Keep the records on which baseline models are least consistent (MMCBench's hard
+    selection): each model answers each record's media and each of its probes; a record's
+    consistency is the mean cosine similarity of a probe's answer to the clean answer, over its
+    probes and the models; the ``keep`` records of lowest consistency are kept."""
+
+    keep: int = Field(gt=0, description="how many records to keep: those of lowest consistency")
+    models: list[str] = Field(min_length=1, description="baseline backends, as `benchc run` names them")
+    task: Literal["generate", "speech-to-text"] = Field(
+        "generate", description="what the models do: describe an image, or transcribe audio")
+    prompt: str = Field("", description="the text sent with each image (generate)")
+    max_new_tokens: int = Field(30, gt=0)
+    embedder: str = Field("minilm", description="the sentence embedder of the similarity")
+    probe: SelectProbe
+
+
 class Prompt(Strict):
     template: str = Field(description="Jinja2 template, sandboxed, StrictUndefined")
     system: str | None = None
@@ -166,6 +192,7 @@ class Spec(Strict):
     generation: Generation = Field(default_factory=Generation)
     stage: list[Stage] = Field(default_factory=lambda: [Stage(id="answer")])
     metric: list[Metric] = Field(default_factory=list)
+    select: Select | None = Field(None, description="hard-record selection by baseline models (after [sample])")
 
     @model_validator(mode="after")
     def _references(self) -> Spec:
