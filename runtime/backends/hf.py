@@ -13,7 +13,9 @@ LLaVA-NeXT (``image_sizes``), Qwen2-VL and Qwen2.5-VL (``image_grid_thw``, M-RoP
 BLIP-2 (OPT) and InstructBLIP (Flan-T5) (Q-Former query tokens, which the processor inserts from
 ``num_query_tokens``), and PaliGemma. SmolVLM2 is the Idefics3 design too; under transformers 4.x
 its processor module imports torchvision, so without torchvision it fails to load with one
-BackendError naming it (5.x serves it). Whatever extra tensors a family's processor returns go to ``generate`` unchanged
+BackendError naming it (5.x serves it). Image captioners (BLIP, GIT, ViT-GPT2 vision-encoder-decoder:
+MMCBench's baselines) take one image and the prompt as the start of the caption
+(``hf_captioners``). Whatever extra tensors a family's processor returns go to ``generate`` unchanged
 (``token_type_ids`` only where the model's forward takes them).
 
 How a request becomes the model's input:
@@ -98,7 +100,7 @@ from typing import Any, ClassVar
 from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
 
-from . import hf_batching, hf_prefix, hf_processor
+from . import hf_batching, hf_captioners, hf_prefix, hf_processor
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
@@ -127,6 +129,8 @@ PROMPT_FORMS: dict[str, PromptForm] = {
     # PaliGemma: image tokens, then a task prefix ("answer en" for questions); the processor adds
     # <bos> after the image tokens and the newline that ends the prefix, and needs images.
     "paligemma": PromptForm("{images}answer en {prompt}"),
+    # Captioners (hf_captioners): the prompt, if any, is the start of the caption.
+    **{family: PromptForm("{prompt}") for family in hf_captioners.CAPTIONER_FAMILIES},
 }
 """Prompt rules of the families without a chat template, by ``config.model_type``."""
 
@@ -259,7 +263,10 @@ class HFVision(Backend):
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         try:
-            processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
+            if config.model_type in hf_captioners.CAPTIONER_FAMILIES:
+                processor = hf_captioners.load_parts(self.path, config.model_type)
+            else:
+                processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
         except (ImportError, ValueError) as error:  # see "torchvision" in the module docstring
             if not hf_processor.needs_torchvision(error):
                 raise
@@ -465,18 +472,25 @@ class HFVision(Backend):
             self.torch.cuda.empty_cache()
 
     def _generate(self, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
-        """One padded ``generate`` call; ``seed`` seeds the RNG for it alone (fork_rng restores
-        the caller's RNG state afterwards)."""
+        """One padded ``generate`` call (captioners: ``hf_captioners``)."""
+        if self.family in hf_captioners.CAPTIONER_FAMILIES:
+            return hf_captioners.generate(self, requests, load_media, seed)
         inputs = {k: self._to_device(v) for k, v in self._inputs(requests, load_media).items()}
-        forked = [self.device.index or 0] if self.device.type == "cuda" else []
-        with self.torch.inference_mode(), self.torch.random.fork_rng(devices=forked):
-            if seed is not None:
-                self.torch.manual_seed(seed)
-            out = self.model.generate(**inputs, **self._generate_kwargs())
+        out = self._run_generate(inputs, seed)
         # Decoder-only models return the prompt then the answer; encoder-decoder ones the answer.
         new_tokens = out if self.encoder_decoder else out[:, inputs["input_ids"].shape[1]:]
         return [Response("text", text=self.tokenizer.decode(row, skip_special_tokens=True).strip())
                 for row in new_tokens]
+
+    def _run_generate(self, inputs: dict[str, Any], seed: int | None, kwargs: dict[str, Any] | None = None) -> Any:
+        """``generate`` on tensors already on the device, with ``kwargs`` (default
+        ``_generate_kwargs()``); ``seed`` seeds the RNG for this call alone (fork_rng restores
+        the caller's RNG state afterwards)."""
+        forked = [self.device.index or 0] if self.device.type == "cuda" else []
+        with self.torch.inference_mode(), self.torch.random.fork_rng(devices=forked):
+            if seed is not None:
+                self.torch.manual_seed(seed)
+            return self.model.generate(**inputs, **(self._generate_kwargs() if kwargs is None else kwargs))
 
     def _generate_kwargs(self) -> dict[str, Any]:
         g = self.generation

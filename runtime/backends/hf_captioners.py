@@ -1,0 +1,103 @@
+"""Image captioners in the ``hf`` backend: BLIP, GIT and vision-encoder-decoder models (ViT-GPT2),
+MMCBench's baseline captioners (blip-base, git-base, vit-gpt2) for its hard-image selection.
+
+They take one image and no instruction: the request's prompt, when there is one, is the start
+of the caption ("a picture of"), and the answer is what the model writes after it. Each family
+takes that start in its own way, as its model card does:
+
+* GIT (``GitForCausalLM``): ``input_ids`` = [CLS] + the prompt's tokens; ``generate`` returns them
+  then the caption. (Its processor would append [SEP], GIT's end of sequence.)
+* BLIP (``BlipForConditionalGeneration``): ``input_ids`` = [CLS] + prompt + [SEP], as its processor
+  makes them; ``generate`` replaces [CLS] with its decoder's bos, drops the last token and
+  returns the rest then the caption.
+* vision-encoder-decoder (ViT-GPT2): ``decoder_input_ids`` = the decoder's start token + the
+  prompt's tokens; ``generate`` returns them then the caption. Its checkpoints have no processor
+  class, only an image processor and a tokenizer.
+
+So each family gets its image processor (the PIL one, as ``hf_processor`` loads it) and its
+tokenizer, not ``AutoProcessor``. A batch is generated in groups of requests whose prompts have
+the same number of tokens: these decoders have absolute positions, so a padded prompt would not
+answer as it does alone, and a captioning prompt is usually the same for every image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import MediaLoader, Request, Response
+
+CAPTIONER_FAMILIES = frozenset({"blip", "git", "vision-encoder-decoder"})
+
+
+@dataclass
+class CaptionerParts:
+    """What stands in for a captioner's processor."""
+
+    image_processor: Any
+    tokenizer: Any
+    chat_template: None = None
+
+
+def load_parts(path: Path, model_type: str) -> CaptionerParts:
+    from transformers import AutoTokenizer
+
+    from .hf_processor import pil_image_processor
+
+    return CaptionerParts(pil_image_processor(path, model_type), AutoTokenizer.from_pretrained(path, local_files_only=True))
+
+
+def prefix_ids(family: str, tokenizer: Any, model: Any, prompt: str) -> list[int]:
+    """The start of the caption as the family's ``generate`` takes it (see the module docstring)."""
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"] if prompt else []
+    if family == "git":
+        return [tokenizer.cls_token_id, *ids]
+    if family == "blip":
+        return [tokenizer.cls_token_id, *ids, tokenizer.sep_token_id]
+    start = getattr(model.generation_config, "decoder_start_token_id", None)
+    return [model.config.decoder_start_token_id if start is None else start, *ids]
+
+
+def returned_prefix(family: str, prefix: list[int]) -> int:
+    """How many tokens of the prefix ``generate`` returns before the caption."""
+    return len(prefix) - 1 if family == "blip" else len(prefix)
+
+
+def _generate_kwargs(backend: Any) -> dict[str, Any]:
+    """The backend's generation settings; BLIP's ``generate`` sets the pad (and end) token of its
+    text decoder itself and refuses a second one."""
+    kwargs = backend._generate_kwargs()
+    if backend.family == "blip":
+        del kwargs["pad_token_id"]
+    return kwargs
+
+
+def generate(backend: Any, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
+    """Captions for ``requests`` (each with one image), in groups of equal prefix length."""
+    from .hf import _image
+
+    parts: CaptionerParts = backend.processor
+    prefixes = []
+    for request in requests:
+        shas = [sha for kind, sha in request.media if kind == "image"]
+        backend._check_images(request, len(shas))
+        prefixes.append(prefix_ids(backend.family, parts.tokenizer, backend.model, backend._text(request, 1)))
+    groups: dict[int, list[int]] = {}
+    for index, prefix in enumerate(prefixes):
+        groups.setdefault(len(prefix), []).append(index)
+    answers: dict[int, Response] = {}
+    for indices in groups.values():
+        images = [_image(load_media("image", sha), sha) for i in indices
+                  for kind, sha in requests[i].media if kind == "image"]
+        pixels = parts.image_processor(images=images, return_tensors="pt")["pixel_values"]
+        ids = backend.torch.tensor([prefixes[i] for i in indices])
+        decoder = "decoder_" if backend.family == "vision-encoder-decoder" else ""
+        inputs = {"pixel_values": pixels, f"{decoder}input_ids": ids,
+                  f"{decoder}attention_mask": backend.torch.ones_like(ids)}  # nothing is padded
+        out = backend._run_generate({k: backend._to_device(v) for k, v in inputs.items()}, seed,
+                                    _generate_kwargs(backend))
+        cut = returned_prefix(backend.family, prefixes[indices[0]])
+        for i, row in zip(indices, out[:, cut:]):
+            answers[i] = Response("text", text=parts.tokenizer.decode(row, skip_special_tokens=True).strip())
+    return [answers[i] for i in range(len(requests))]
