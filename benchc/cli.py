@@ -72,6 +72,10 @@ def compile_(spec: SpecArg,
     lock = result.lock
     typer.echo(f"{lock['benchmark']['name']} {lock['benchmark']['version']}: {lock['item_count']} items, "
                f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
+    if "select" in lock:
+        chosen = lock["select"]
+        typer.echo(f"select: kept {chosen['kept']} of {chosen['candidates']} candidate records, least consistent "
+                   f"under {len(chosen['models'])} model(s) and {chosen['probes']} probes")
     if result.model_prompts:
         requests, calls = result.model_requests or 0, result.model_calls or 0
         typer.echo(f"model steps: {result.model_prompts} prompts, {requests} distinct requests: {calls} "
