@@ -1,11 +1,13 @@
 """MMCBench's hard selection end to end: specs/mmcbench/image2text_hard.toml.example compiled
 through the CLI as written, its three baseline captioners (ViT-GPT2, BLIP, GIT) tiny random
 models built here under models/ in a --data-root, the similarity by the real all-MiniLM-L6-v2.
-A recompile asks no model again (the response store) and gives the same lock."""
+A recompile asks no model again (the response store) and gives the same lock. The same for ASR
+baselines (task = "speech-to-text") on clips espeak-ng speaks."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +16,7 @@ import pytest
 from benchc import api
 from conftest import SPECS, cli
 from support.tiny_captioners import build_blip, build_git, build_vit_gpt2
+from support.tiny_speech import build_tiny_whisper
 
 pytestmark = pytest.mark.slow
 
@@ -46,3 +49,46 @@ def test_the_hard_spec_keeps_the_least_consistent_images_and_a_recompile_asks_no
                         progress=False)
     assert again.model_calls == 0 and again.model_requests == 3 * 4 * 16  # 3 models x 4 images x (1 + 15)
     assert again.lock == lock
+
+
+def test_asr_models_select_the_clips_they_transcribe_least_consistently(tmp_path: Path) -> None:
+    """task = "speech-to-text" (MMCBench's speech-to-text selection): espeak-ng speaks three
+    clips here; pocketsphinx and a tiny Whisper transcribe each clip and its corruptions."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name, text in (("a", "the cat sat on the mat"), ("b", "open the window please"), ("c", "seven red apples")):
+        subprocess.run(["espeak-ng", "-w", str(clips / f"{name}.wav"), text], check=True)
+    whisper = build_tiny_whisper(tmp_path / "whisper", 0)
+    spec = tmp_path / "asr.toml"
+    spec.write_text(f"""\
+[benchmark]
+name = "test/asr-hard"
+version = "1.0.0"
+
+[source]
+loader = "audio_folder"
+folder = "clips"
+
+[prompt]
+template = "transcribe"
+
+[select]
+keep = 1
+task = "speech-to-text"
+models = ["pocketsphinx", "hf-asr:{whisper}"]
+max_new_tokens = 8
+
+[select.probe]
+op = "audio.corrupt"
+input = "audio"
+params.severity = "heavy"
+params.corruption = {{ grid = ["gaussian_noise", "time_mask"] }}
+""")
+    result = api.compile(spec, tmp_path / "m", cache_dir=tmp_path / "cache", store_dir=tmp_path / "store",
+                         progress=False)
+    select = result.lock["select"]
+    assert (select["candidates"], select["probes"], select["kept"]) == (3, 6, 1)
+    assert [m.get("task") for m in select["models"]] == ["speech-to-text", "speech-to-text"]
+    assert result.model_requests == 2 * 3 * 3 and result.lock["item_count"] == 1
+    [kept] = [s["record"] for s in select["scores"] if s["kept"]]
+    assert kept == select["scores"][0]["record"]
