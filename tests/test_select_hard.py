@@ -189,3 +189,11 @@ def test_without_a_model_client_the_error_names_the_first_model(tmp_path: Path) 
     spec = write(tmp_path / "spec.toml", spec_text())
     with pytest.raises(SpecError, match=r"select\.models\[0\]: \[select\] model 0 asks a model at compile time"):
         compile_spec(spec, tmp_path / "m", CompileOptions(cache_dir=tmp_path / "c"))
+
+
+def test_the_selection_does_not_depend_on_the_worker_count(tmp_path: Path) -> None:
+    spec = write(tmp_path / "spec.toml", spec_text())
+    one = compile_spec(spec, tmp_path / "m1", CompileOptions(cache_dir=tmp_path / "c1", model_client=FakeCaptioners()))
+    two = compile_spec(spec, tmp_path / "m2", CompileOptions(cache_dir=tmp_path / "c2", model_client=FakeCaptioners(),
+                                                             workers=2))
+    assert one.lock == two.lock and two.ops_run == one.ops_run
