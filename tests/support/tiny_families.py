@@ -19,10 +19,12 @@ What could not be done as the real checkpoints do, and why:
 * Qwen2-VL / Qwen2.5-VL processors also hold a video processor, which needs torchvision (not
   installed here, on purpose). The builder saves the processor's parts (image processor,
   tokenizer, chat template, ``processor_config.json``) without constructing the processor; the
-  backend then falls back to an image-only processor (see ``runtime/backends/hf.py``).
-* SmolVLM2's processor module imports torchvision at import time, so ``build_smolvlm`` saves
-  the parts without the processor and the backend can only refuse that folder here (with one
-  clear error); on a machine with torchvision it loads like the others.
+  backend then falls back to an image-only processor (see ``runtime/backends/hf_processor.py``).
+* SmolVLM2's processor module imports torchvision at import time under transformers 4.x, so
+  ``build_smolvlm`` saves the parts without the processor and the backend can only refuse that
+  folder there (with one clear error); under 5.x, or with torchvision, it loads like the others.
+* Under transformers 5.x the image processors are taken in their PIL form
+  (``_pil_image_processor``): the plain names are the torchvision ones there.
 * Tokenizers are byte-level BPEs wrapped in each family's fast tokenizer class where the
   processor checks the class (``Qwen2TokenizerFast``, ``GemmaTokenizerFast``), not the real
   vocabularies.
