@@ -114,7 +114,8 @@ class ModelClient(Protocol):
         ...
 
     def embed(self, name: str, texts: Sequence[str]) -> Any:
-        """Unit-normalised embeddings of ``texts`` (a float32 array, one row per text)."""
+        """Unit-normalised embeddings of ``texts`` (a float32 array, one row per text), each
+        text's vector independent of the others in the call."""
         ...
 
 

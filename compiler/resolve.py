@@ -55,8 +55,9 @@ class ResolvedNode:
 
 @dataclass(frozen=True)
 class ResolvedSelect:
-    """``[select]`` with its probe resolved as a node (id ``select_probe``: node ids cannot hold
-    the dot of its paths, ``select_probe.N``, so none collides with it)."""
+    """``[select]`` with its probe resolved as a node, id ``select.probe``: node ids cannot hold a
+    dot, so no node of the graph shares the probe's variant paths (``select.probe.N``), from
+    which seeds are derived."""
 
     settings: Select
     probe: ResolvedNode
@@ -167,6 +168,7 @@ def _resolve_nodes(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedNo
     return resolved
 
 
+PROBE_ID = "select.probe"
 SELECT_MEDIA = {"generate": "image", "speech-to-text": "audio"}
 """What the selection's models read, by task: the probe op must take and make it."""
 
@@ -194,7 +196,10 @@ def _resolve_select(loaded: LoadedSpec, problems: ProblemList) -> ResolvedSelect
     if input_name in RESERVED_INPUTS or any(n.id == input_name for n in loaded.spec.node):
         problems.add(loaded.problem(f"{key}.input", f"a probe reads a record media, not {input_name!r}",
                                     hint=f"name the record's {media} (e.g. '{media}')"))
-    node = ResolvedNode(-1, "select_probe", op, input_name, sweep, probe.repeat, spec_key=key)
+    if op.model_backed:
+        problems.add(loaded.problem(f"{key}.op", f"op {op.name!r} asks a model; a probe perturbs media",
+                                    hint="use a perturbation op such as image.imagenet_c or audio.corrupt"))
+    node = ResolvedNode(-1, PROBE_ID, op, input_name, sweep, probe.repeat, spec_key=key)
     return ResolvedSelect(settings, node)
 
 

@@ -16,11 +16,15 @@ Here, after ``[sample]``:
 3. A record's consistency is the cosine similarity of each probe's answer to its clean answer
    under the sentence embedder, averaged over its probes, then over the models.
 4. The ``keep`` records of lowest consistency are kept (ties by record id); a record the probe
-   made nothing for cannot be scored and is left out (counted in the lock).
+   made nothing for (a validator dropped every output) cannot be scored and is left out (listed
+   in the lock); when no record can be scored the compile fails. A record without the probe's
+   input media fails the compile, as it does for a node.
 
-Scores are rounded to 6 decimals before ranking and in the lock, so float noise in the last bits
-of an embedding cannot reorder records; the lock lists every candidate's score and whether it was
-kept, so a selection can be audited and diffed.
+Each answer is embedded alone (``ModelClient.embed``), so its vector does not depend on which
+other texts share a padded batch, and scores are rounded to 6 decimals before ranking and in the
+lock, so float noise in the last bits cannot move them (barring a score within 5e-7 of a rounding
+edge). The lock lists every candidate's score and whether it was kept, so a selection can be
+audited and diffed.
 """
 
 from __future__ import annotations
@@ -91,6 +95,10 @@ def select_hard(select: ResolvedSelect, records: list[Record], spec_seed: int, s
         assert variant.value.media is not None  # resolve checked the op makes media
         probes.setdefault(variant.record.id, []).append(variant.value.media)
     scored = [r for r in records if probes.get(r.id)]
+    if records and not scored:
+        raise OpError(Problem(f"[select]: the probe made no output for any of the {len(records)} candidate "
+                              "records, so none can be scored", key="select.probe",
+                              hint="check the probe's op and params (a validator may drop every output)"))
     per_model = [_consistency(select, i, ref, scored, probes, models)
                  for i, ref in enumerate(model_refs(select, models.roots))]
     scores = {r.id: round(float(np.mean([m[r.id] for m in per_model])), SCORE_DECIMALS) for r in scored}
@@ -107,7 +115,7 @@ def _consistency(select: ResolvedSelect, index: int, ref: ModelBackendRef, recor
     settings = select.settings
     prompts: list[ModelPrompt] = []
     for record in records:
-        clean = _clean_media(select, record)
+        clean = record.media[select.probe.input]  # present: the probe read it
         prompts += [ModelPrompt(settings.prompt, media=(media,)) for media in [clean, *probes[record.id]]]
     answers = iter(models.model_answers(model_asker(index), ref, prompts))
     texts = {r.id: [next(answers) for _ in range(1 + len(probes[r.id]))] for r in records}
@@ -119,10 +127,3 @@ def _consistency(select: ResolvedSelect, index: int, ref: ModelBackendRef, recor
         out[record.id] = float(np.mean(block[1:] @ block[0]))
     return out
 
-
-def _clean_media(select: ResolvedSelect, record: Record) -> MediaRef:
-    ref = record.media.get(select.probe.input)
-    if ref is None:
-        raise OpError(Problem(f"record {record.id!r} has no media named {select.probe.input!r}",
-                              key="select.probe.input", hint=f"record media: {', '.join(record.media) or 'none'}"))
-    return ref

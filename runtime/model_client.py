@@ -62,7 +62,7 @@ class RuntimeModelClient:
         return dict(load_embedder(name).fingerprint)
 
     def embed(self, name: str, texts: Sequence[str]) -> np.ndarray:
-        return load_embedder(name).encode(list(texts))
+        return load_embedder(name).encode_each(list(texts))
 
     def generate(self, ref: ModelBackendRef, prompts: Sequence[ModelPrompt]) -> list[str]:
         backend = self._backend(ref)

@@ -105,3 +105,13 @@ def test_the_captioners_fingerprints_follow_their_weights(tmp_path: Path) -> Non
     prints = {make_backend(f"hf:{CAPTIONERS['git'](tmp_path / str(seed), seed)}", GREEDY, "generate")
               .fingerprint()["model"] for seed in (0, 1)}
     assert len(prints) == 2
+
+
+def test_a_captioner_fingerprint_names_how_its_requests_become_inputs(tmp_path: Path) -> None:
+    """A response stored before the captioner path (GIT through its processor) never answers."""
+    from benchc.runtime.backends.hf_captioners import REVISION
+    from support.tiny_families import FAMILIES as CHAT
+
+    git = make_backend(f"hf:{CAPTIONERS['git'](tmp_path / 'git', 0)}", GREEDY, "generate").fingerprint()
+    blip2 = make_backend(f"hf:{CHAT['blip2'](tmp_path / 'blip2', 0)}", GREEDY, "generate").fingerprint()
+    assert git["captioner"] == REVISION and "captioner" not in blip2

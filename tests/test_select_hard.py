@@ -197,3 +197,30 @@ def test_the_selection_does_not_depend_on_the_worker_count(tmp_path: Path) -> No
     two = compile_spec(spec, tmp_path / "m2", CompileOptions(cache_dir=tmp_path / "c2", model_client=FakeCaptioners(),
                                                              workers=2))
     assert one.lock == two.lock and two.ops_run == one.ops_run
+
+
+def test_a_node_of_the_graph_never_shares_the_probes_seeds(tmp_path: Path) -> None:
+    """A graph node with the probe's op and params (even one named like it) draws its own noise."""
+    node = """
+[[node]]
+id = "select_probe"
+op = "image.imagenet_c"
+input = "image"
+params.corruption = "gaussian_noise"
+params.severity = 3
+"""
+    text = spec_text().replace('\n[select.probe]', node + '\n[select.probe]').replace(
+        'params.corruption = { grid = ["gaussian_noise", "fog", "pixelate"] }', 'params.corruption = "gaussian_noise"')
+    client = FakeCaptioners()
+    compile_with(write(tmp_path / "spec.toml", text), tmp_path / "m", client, tmp_path / "c")
+    items = pl.read_parquet(tmp_path / "m" / "items.parquet")
+    item_images = {json.loads(m)[0]["sha256"] for m in items["media"]}
+    assert len(item_images) == 2 and not item_images & set(client.asked["fake:a"])
+
+
+def test_a_probe_that_asks_a_model_is_refused(tmp_path: Path) -> None:
+    text = spec_text().replace('op = "image.imagenet_c"', 'op = "validate.vlm_check"').replace(
+        'params.corruption = { grid = ["gaussian_noise", "fog", "pixelate"] }\nparams.severity = 3',
+        'params.backend = "hf:models/vlm"\nparams.question = "Is there a {{ object }}?"')
+    with pytest.raises(SpecError, match=r"select\.probe\.op: op 'validate\.vlm_check' asks a model"):
+        api.validate(write(tmp_path / "spec.toml", text))

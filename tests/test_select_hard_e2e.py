@@ -10,6 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -92,3 +93,13 @@ params.corruption = {{ grid = ["gaussian_noise", "time_mask"] }}
     assert result.model_requests == 2 * 3 * 3 and result.lock["item_count"] == 1
     [kept] = [s["record"] for s in select["scores"] if s["kept"]]
     assert kept == select["scores"][0]["record"]
+
+
+def test_each_answer_is_embedded_alone_so_its_vector_ignores_the_other_texts() -> None:
+    from benchc.runtime.embed import load_embedder
+
+    embedder = load_embedder("minilm")
+    alone = embedder.encode_each(["a cat"])[0]
+    beside = embedder.encode_each(["a cat", "a much longer caption that pads every shorter text in its batch"])[0]
+    assert np.array_equal(alone, beside)
+    assert {"sentence-transformers", "transformers", "torch"} <= set(embedder.fingerprint["libraries"])

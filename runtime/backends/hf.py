@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -157,6 +158,16 @@ def _version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
+
+
+@lru_cache(maxsize=32)
+def _model_type(path: str) -> str:
+    """The folder's ``config.json`` model type, read without transformers (a fingerprint loads
+    nothing)."""
+    try:
+        return str(json.loads((Path(path) / "config.json").read_text()).get("model_type", ""))
+    except (OSError, ValueError):
+        return ""
 
 
 def _is_image_text_to_text(config: Any) -> bool:
@@ -260,18 +271,26 @@ class HFVision(Backend):
             qformer_tokenizer.padding_side = "right"
 
     def _load_vision(self, config: Any) -> tuple[Any, Any]:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        from transformers import AutoModelForImageTextToText
+
+        if config.model_type in hf_captioners.CAPTIONER_FAMILIES:
+            processor = hf_captioners.load_parts(self.path, config.model_type)
+        else:
+            processor = self._load_processor(config)
+        model = AutoModelForImageTextToText.from_pretrained(
+            self.path, local_files_only=True, dtype=getattr(self.torch, self.dtype_name))
+        return processor, model
+
+    def _load_processor(self, config: Any) -> Any:
+        from transformers import AutoProcessor
 
         try:
-            if config.model_type in hf_captioners.CAPTIONER_FAMILIES:
-                processor = hf_captioners.load_parts(self.path, config.model_type)
-            else:
-                processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
+            return AutoProcessor.from_pretrained(self.path, local_files_only=True)
         except (ImportError, ValueError) as error:  # see "torchvision" in the module docstring
             if not hf_processor.needs_torchvision(error):
                 raise
             try:
-                processor = hf_processor.image_only_processor(self.path, config)
+                return hf_processor.image_only_processor(self.path, config)
             except ImportError as exc:
                 missing = hf_processor.missing_module(exc)
                 raise BackendError(Problem(
@@ -279,9 +298,6 @@ class HFVision(Backend):
                     "which is not installed",
                     hint=f"install {missing} (some families' processors, such as SmolVLM2's, import "
                          "torchvision for their video part even to read images)")) from None
-        model = AutoModelForImageTextToText.from_pretrained(
-            self.path, local_files_only=True, dtype=getattr(self.torch, self.dtype_name))
-        return processor, model
 
     def _load_text(self) -> tuple[Any, Any]:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -322,6 +338,8 @@ class HFVision(Backend):
             out["batching"] = BATCHING_REVISION
         if self.share_prefix:  # other tensor shapes, other rounding (see hf_prefix)
             out["share_prefix"] = True
+        if _model_type(str(self.path)) in hf_captioners.CAPTIONER_FAMILIES:
+            out["captioner"] = hf_captioners.REVISION
         return out
 
     def _device_identity(self) -> str:

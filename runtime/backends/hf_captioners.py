@@ -29,6 +29,10 @@ from typing import Any
 from .base import MediaLoader, Request, Response
 
 CAPTIONER_FAMILIES = frozenset({"blip", "git", "vision-encoder-decoder"})
+REVISION = 1
+"""How a captioner's request becomes its input and answer (this module); in the fingerprint of
+captioner folders, so answers made another way (before it: GIT through its processor with
+``<image>``) are never served from the response store."""
 
 
 @dataclass
