@@ -15,7 +15,7 @@ Builds, in a temporary folder, a spec of the ``scenes`` source (one record per i
   3. benchc's overhead: (compile CPU - library CPU) / library CPU, split into its parts, against
      the target of at most 10%, and a one-line verdict.
 
-The compile runs first, so forked workers do not inherit libraries imported by the baseline.
+The compile runs first, so its workers do not find libraries imported by the baseline.
 The baseline calls each corruption once on a warm-up image before timing (first-call imports and
 file loads are left out of the library time, so they count as overhead: a strict reading).
 
@@ -59,9 +59,25 @@ class Usage:
 
 
 def _cpu() -> tuple[float, float]:
+    """This process's CPU seconds, and its descendants': the waited-for children (getrusage) plus
+    each live child with the children it waited for (/proc). Compile workers are forked from a
+    forkserver (compiler/pools.py), a live child of this process that reaps them."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime + _live_children_cpu()
+
+
+def _live_children_cpu() -> float:
+    """utime + stime + cutime + cstime of every live child of this process (Linux /proc)."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        if int(fields[1]) == os.getpid():  # fields[1] is the parent pid; times are fields 11-14
+            total += sum(int(f) for f in fields[11:15]) / ticks
+    return total
 
 
 def measured(fn):

@@ -14,10 +14,10 @@ with its answers. Their node keys also hold the backend's fingerprint (weights, 
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from .canonical import digest
 from .cas import ContentStore
 from .errors import BenchcError, OpError, Problem
 from .model_steps import ModelBackendRef, ModelPrompt, ModelSteps
+from .pools import process_pool
 from .ops import OPS, ModelOp, OpContext, OpOutput
 from .resolve import ResolvedNode
 from .seeds import derive_seed, rng_for
@@ -130,8 +131,9 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
     return tasks
 
 
-def _run_task(store_root: str, op_name: str, params: dict[str, Any], seed: int,
+def _run_task(store_root: str, op_module: str, op_name: str, params: dict[str, Any], seed: int,
               record: Record, value: Value | None, where: str, roots: tuple[Path, ...]) -> dict[str, Any]:
+    importlib.import_module(op_module)  # registers the op in a worker (see compiler/pools.py)
     op = OPS.get(op_name)
     store = ContentStore(Path(store_root), durable=False)  # run_tasks syncs the batch
     ctx = OpContext(record=record, rng=rng_for(seed), store=store, data_roots=roots)
@@ -188,13 +190,13 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
 
 def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
              roots: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
-    args = [(str(store.root), t.node.op.name, t.params, t.seed, t.record, t.input_value,
-             t.node.where, roots) for t in tasks]
+    args = [(str(store.root), type(t.node.op).__module__, t.node.op.name, t.params, t.seed, t.record,
+             t.input_value, t.node.where, roots) for t in tasks]
     if workers <= 1 or len(tasks) < 2:
         results = [_run_task(*a) for a in args]
     else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_limit_threads,
-                                 initargs=(max(1, (os.cpu_count() or 1) // workers),)) as pool:
+        with process_pool(workers, ["benchc.compiler.expand"], _limit_threads,
+                          (max(1, (os.cpu_count() or 1) // workers),)) as pool:
             results = list(pool.map(_run_task, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
     return {t.key: r for t, r in zip(tasks, results)}
 

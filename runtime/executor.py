@@ -11,11 +11,12 @@ keys and resume the same way.
 
 from __future__ import annotations
 
+import importlib
 import json
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import Problem, RunError
+from benchc.compiler.pools import process_pool
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
@@ -89,11 +91,13 @@ class MediaSource:
 _WORKER: tuple[Backend, MediaSource] | None = None
 
 
-def _init_worker(spec: BackendSpec, generation: Generation, task: str, cache_dir: str, store_dir: str) -> None:
+def _init_worker(module: str, spec: BackendSpec, generation: Generation, task: str, cache_dir: str,
+                 store_dir: str) -> None:
     global _WORKER
     # Ctrl-C reaches the whole process group; only the parent handles it (it cancels what is
     # queued, lets running batches finish and commits them).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    importlib.import_module(module)  # registers the backend in the worker (see compiler/pools.py)
     _WORKER = (make_backend(spec, generation, task), MediaSource(Path(cache_dir), Path(store_dir)))
 
 
@@ -156,9 +160,9 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
 
 def _execute_pool(backend: Backend, batches: list[list[Request]], store: ResponseStore,
                   media: MediaSource, workers: int, advance: Advance) -> None:
-    init = (backend.spec, backend.generation, next(iter(backend.tasks)),
+    init = (type(backend).__module__, backend.spec, backend.generation, next(iter(backend.tasks)),
             str(media.cache.root), str(media.blobs.root.parent))
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=init) as pool:
+    with process_pool(workers, ["benchc.runtime.executor"], _init_worker, init) as pool:
         pending: dict[Future, list[Request]] = {}
         queue = iter(batches)
         try:

@@ -2,8 +2,8 @@
 
 Why a wrapper: backends register when their module is imported and benchc has no plugin entry
 point, so importing the test backend before the real CLI's ``main`` is the least intrusive way to
-give a real ``benchc run`` process one more backend. Worker processes of ``-j N`` inherit it
-(they are forked on Linux).
+give a real ``benchc run`` process one more backend. Worker processes of ``-j N`` import the
+backend's module themselves (compiler/pools.py).
 """
 
 from __future__ import annotations
