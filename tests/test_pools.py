@@ -20,10 +20,14 @@ def _parent_pid(_: int) -> int:
 
 
 def test_workers_are_forked_from_a_clean_server_not_from_this_process() -> None:
+    before = torch.get_num_threads()
     torch.set_num_threads(2)
-    torch.ones(256, 256) @ torch.ones(256, 256)  # this process now has an OpenMP thread pool
-    with process_pool(2, ["benchc.compiler.expand"]) as pool:
-        parents = set(pool.map(_parent_pid, range(4)))
+    try:
+        torch.ones(256, 256) @ torch.ones(256, 256)  # this process now has an OpenMP thread pool
+        with process_pool(2, ["benchc.compiler.expand"]) as pool:
+            parents = set(pool.map(_parent_pid, range(4)))
+    finally:
+        torch.set_num_threads(before)
     assert os.getpid() not in parents and len(parents) == 1
 
 
