@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,17 @@ def cache(tmp_path: Path) -> Path:
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One compile cache for tests that only read bundled specs (saves recomputing media)."""
     return tmp_path_factory.mktemp("shared-cache")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """One intra-op torch thread for a module of tiny-model tests: their matrices gain nothing
+    from a second one, which on a busy shared 2-core machine spin-waits for the other processes
+    (a batch took 2.4 s with two threads, 0.07 s with one). Use with
+    ``pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -9,11 +9,9 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -112,6 +110,8 @@ def test_image_areas_come_from_headers_and_an_unreadable_image_counts_zero() -> 
 
 # -- on tiny models ----------------------------------------------------------------------------
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 GREEDY = Generation(temperature=0.0, max_new_tokens=4)
 MEDIA = {"small": _png(24, 24), "large": _png(96, 72)}
 WORDS = "what colour is the object in the picture and where does it stand today".split()
@@ -127,12 +127,6 @@ def _varied_requests(n: int) -> list[Request]:
             for i in range(n)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class _Spy:

@@ -4,7 +4,6 @@ can change an answer, and bad options refused before any request."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,10 @@ from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Backend, Request, make_backend
 from support.tiny_vlm import build_tiny_llava
 
-pytestmark = pytest.mark.slow  # loads a (tiny) model several times
+# slow: loads a (tiny) model several times
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the tiny model's matrices gain nothing from a second one, which on a
-    busy shared machine spin-waits for other processes (several times slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

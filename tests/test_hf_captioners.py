@@ -5,11 +5,10 @@ that answer as each request alone, and what a captioner cannot take refused befo
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 from PIL import Image
 
 from benchc.compiler.errors import BackendError
@@ -18,7 +17,8 @@ from benchc.runtime.backends import Backend, Request, make_backend
 from benchc.runtime.backends.hf_captioners import prefix_ids, returned_prefix
 from support.tiny_captioners import CAPTIONERS
 
-pytestmark = pytest.mark.slow  # builds and loads (tiny) models
+# slow: builds and loads (tiny) models
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 FAMILIES = sorted(CAPTIONERS)
 GREEDY = Generation(temperature=0.0, max_new_tokens=6)
@@ -41,12 +41,6 @@ def _ask(key: str, image: str, prompt: str = "") -> Request:
     return Request(key, "generate", prompt, None, (("image", image),))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

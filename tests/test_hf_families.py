@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,8 @@ from benchc.runtime.backends import Backend, Request, make_backend
 from support.tiny_families import FAMILIES
 from support.tiny_vlm import build_tiny_llava
 
-pytestmark = pytest.mark.slow  # builds and loads a (tiny) model of each family
+# slow: builds and loads a (tiny) model of each family
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 BUILDERS: dict[str, Callable[..., Path]] = {"llava": build_tiny_llava, **FAMILIES}
 CHAT_FAMILIES = ["llava", "llava_next", "qwen2_vl", "qwen2_5_vl", "idefics3"]
@@ -61,15 +62,6 @@ def _texts(backend: Backend, requests: list[Request]) -> list[str | None]:
     return [r.text for r in backend.run_batch(requests, _load)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: these matrices are tiny, and on a shared 2-core machine a second
-    thread spin-waits for the other processes (a batch took 2.4 s with two threads, 0.07 s with
-    one)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
