@@ -64,11 +64,6 @@ class CompileResult:
     model_calls: int | None = None
 
 
-SELECT_PINS = "[select]"
-"""The key of ``[select]``'s model and embedder fingerprints among the model pins (the memo key
-hashes them); the lock moves them to its own ``select`` entry. No node id has brackets."""
-
-
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
     options = options or CompileOptions()
     check_output_dir(Path(out_dir))  # before any work: a refused -o should fail fast
@@ -76,17 +71,16 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     resolved = resolve(loaded)
     models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
     model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
-    if resolved.select is not None:
-        model_pins = {**model_pins, SELECT_PINS: select_hard.pin(resolved.select, models)}
+    select_pins = select_hard.pin(resolved.select, models) if resolved.select is not None else None
     store = ContentStore(Path(options.cache_dir))
     try:
         source = _load_source(resolved, loaded, store, options)
-        memo_key = _memo_key(resolved, source, model_pins)
+        memo_key = _memo_key(resolved, source, model_pins, select_pins)
         memo_dir = store.root / "compiled" / memo_key
         if options.use_memo and is_manifest_dir(memo_dir):
             _copy_dir(memo_dir, Path(out_dir))
             return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True, 0)
-        rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins)
+        rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins, select_pins)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
         write_manifest(memo_dir, rows, lock, spec_json, replace=False)
@@ -187,12 +181,14 @@ def _library_versions(resolved: Resolved) -> dict[str, str]:
     return dict(sorted(versions.items()))
 
 
-def _memo_key(resolved: Resolved, source: LoadedSource, model_pins: dict[str, Any]) -> str:
+def _memo_key(resolved: Resolved, source: LoadedSource, model_pins: dict[str, Any],
+              select_pins: dict[str, Any] | None) -> str:
+    selection = {} if select_pins is None else {"select": select_pins}  # absent: earlier keys hold
     return digest({"kind": "compile-memo", "spec": spec_document(resolved),
                    "source": source_digest(source), "skipped": len(source.skipped),
                    "ops": _op_versions(resolved), "libraries": _library_versions(resolved),
                    "models": model_pins, "recipe": HASH_RECIPE_VERSION,
-                   "seed_recipe": SEED_RECIPE_VERSION, "schema": MANIFEST_SCHEMA_VERSION})
+                   "seed_recipe": SEED_RECIPE_VERSION, "schema": MANIFEST_SCHEMA_VERSION, **selection})
 
 
 def _op_versions(resolved: Resolved) -> dict[str, str]:
@@ -201,7 +197,8 @@ def _op_versions(resolved: Resolved) -> dict[str, str]:
 
 def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: ContentStore,
            options: CompileOptions, models: ModelSteps,
-           model_pins: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+           model_pins: dict[str, Any], select_pins: dict[str, Any] | None
+           ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     records = sample(loaded, apply_filters(loaded, source.records))
     seed = loaded.spec.benchmark.seed
     selection = None
@@ -219,7 +216,8 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
     check_metric_attrs(resolved, rows)
     lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins)
     if selection is not None:
-        lock["select"] = selection.lock(model_pins[SELECT_PINS])
+        assert select_pins is not None  # pinned with resolved.select
+        lock["select"] = selection.lock(select_pins)
         return rows, lock, expansion.ops_run + selection.ops_run
     return rows, lock, expansion.ops_run
 
@@ -310,7 +308,7 @@ def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records:
         "ops": _op_versions(resolved),
         "libraries": _library_versions(resolved),
         "dropped": dropped,
-        "model_steps": {k: v for k, v in model_pins.items() if k != SELECT_PINS},
+        "model_steps": model_pins,
         "item_count": len(rows),
         "manifest_digest": manifest_digest(rows),
     }
