@@ -197,8 +197,21 @@ def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
     else:
         with process_pool(workers, ["benchc.compiler.expand"], _limit_threads,
                           (max(1, (os.cpu_count() or 1) // workers),)) as pool:
-            results = list(pool.map(_run_task, *zip(*args), chunksize=max(1, len(args) // (workers * 8))))
+            try:
+                results = list(pool.map(_run_task, *zip(*args), chunksize=_chunk_size(len(args), workers)))
+            except BaseException:  # Ctrl-C: drop the chunks not started; what ran is lost, not half-written
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     return {t.key: r for t, r in zip(tasks, results)}
+
+
+MAX_CHUNK = 32
+"""Tasks a worker takes at a time: enough that pickling stays a small share of an op's time, few
+enough that Ctrl-C (which lets the chunks already handed out finish) returns within seconds."""
+
+
+def _chunk_size(tasks: int, workers: int) -> int:
+    return max(1, min(MAX_CHUNK, tasks // (workers * 8)))
 
 
 def _limit_threads(threads: int) -> None:

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 import torch
 
 from benchc.compiler.pools import process_pool
+from conftest import ROOT, SPECS, cli
 
 
 def _parent_pid(_: int) -> int:
@@ -69,3 +73,25 @@ template = "{{ text }}"
     assert done.returncode == 0, done.stderr[-2000:]
     items = pl.read_parquet(tmp_path / "m" / "items.parquet").sort("item_id")
     assert done.stdout.split() == ["12"] and items["prompt"].to_list() == [f"SENTENCE NUMBER {i}" for i in range(6)]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_compile_on_two_workers_stops_cleanly_and_a_rerun_completes(tmp_path: Path) -> None:
+    """SIGINT to the process group (a terminal's Ctrl-C) while the workers corrupt images: the
+    chunks not yet handed out are dropped, so the compile exits 130 with one line, no traceback
+    (workers take at most MAX_CHUNK tasks at a time); the same command then compiles it all."""
+    args = ["compile", SPECS / "mmcbench" / "image2text.toml", "--set", "sample.n=12", "--set", "source.images=12",
+            "-j", "2", "-o", tmp_path / "m", "--cache", tmp_path / "c", "--no-version-check"]
+    proc = subprocess.Popen([sys.executable, "-m", "benchc.cli", *map(str, args)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    objects = tmp_path / "c" / "objects"
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and (
+            not objects.exists() or sum(1 for _ in objects.rglob("*")) < 60):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    done = cli(*args, check=True)
+    assert "720 items" in done.stdout
