@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .preview import PreviewResult
     from .runtime.diff_runs import RunsDiff
     from .runtime.plan import StagePlan
+    from .compiler.validate_data import DataReport
 
 DEFAULT_CACHE = Path(".benchc/cache")
 DEFAULT_STORE = Path(".benchc/store")
@@ -61,6 +62,19 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
     problems.raise_if_any(SpecError)
     assert resolved is not None
     return resolved
+
+
+def validate_data(spec_path: Path | str, overrides: list[str] | None = None, *,
+                  data_roots: list[Path] | None = None, limit: int = 1000) -> tuple[Resolved, DataReport]:
+    """``validate``, then load the spec's source (no op runs, nothing is written) and check that
+    every data path resolves inside the data roots and every record field and media the spec
+    names exists in the first ``limit`` records; every problem is reported at once."""
+    from .compiler.validate_data import validate_data as check_data
+    from .runtime.backends import BACKENDS
+
+    resolved = validate(spec_path, overrides)
+    path_backends = {name for name, cls in BACKENDS.items() if cls.target_is_path}
+    return resolved, check_data(resolved, data_roots or [], limit, path_backends)
 
 
 def _model_step_backend_problems(loaded: Any, resolved: Resolved | None) -> list[Problem]:

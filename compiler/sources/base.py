@@ -65,6 +65,12 @@ class SourceLoader(ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     Params: ClassVar[type[SourceParams]]
+    record_id: ClassVar[str] = ""
+    """What a record's id is (shown by `benchc sources` and docs/reference.md)."""
+    record_fields: ClassVar[dict[str, str]] = {}
+    """Every field of the records, as the dotted path a spec names it by -> its meaning."""
+    record_media: ClassVar[dict[str, str]] = {}
+    """Every media of the records, by name (a node's ``input``) -> its meaning."""
 
     @abstractmethod
     def load(self, params: Any, ctx: SourceContext) -> LoadedSource: ...

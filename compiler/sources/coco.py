@@ -78,6 +78,24 @@ class CocoSource(SourceLoader):
     name = "coco"
     version = "1.0.0"
     Params = Params
+    record_id = "<image_id>/<annotation id>"
+    record_fields = {
+        "image_id": "the image's id",
+        "image.width": "image width in pixels",
+        "image.height": "image height in pixels",
+        "image.objects": "the sorted class names of every object annotated in the image",
+        "object.id": "the object's id",
+        "object.name": "its class name",
+        "object.bbox": "its box [x, y, w, h] in pixels",
+        "object.area": "the annotation's area (the mask's pixels when absent)",
+        "object.area_ratio": "its visible (mask) area over the image's area",
+        "object.category_id": "its COCO category id",
+        "object.iscrowd": "COCO's iscrowd flag, 0 or 1",
+        "file_name": "the image's file name",
+        "width": "image width in pixels (as image.width)",
+        "height": "image height in pixels (as image.height)",
+    }
+    record_media = {"image": "the object's image", "mask": "the object's instance mask (white on black)"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")

@@ -39,6 +39,11 @@ class EasyVqaSource(SourceLoader):
     name = "easy_vqa"
     version = "1.0.0"
     Params = Params
+    record_id = "<split>/<question index>, e.g. train/000042"
+    record_fields = {"question": "the question", "answer": "its answer (a shape, a colour, yes or no)",
+                     "image_id": "easy-VQA's image id",
+                     "question_type": "one of: 'yes/no', 'shape', 'color' (told by the answer)"}
+    record_media = {"image": "the question's image"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         import easy_vqa

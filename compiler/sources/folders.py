@@ -30,6 +30,9 @@ class FolderSource(SourceLoader):
     extensions: ClassVar[tuple[str, ...]]
     version = "1.0.0"
     Params = Params
+    record_id = "the file's path relative to the folder"
+    record_fields = {"path": "the file's path relative to the folder",
+                     "label": "with labels = true: the name of the folder the file is in"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         folder = ctx.resolve(params.folder, key="source.folder")
@@ -60,6 +63,7 @@ class ImageFolderSource(FolderSource):
 
     name = "image_folder"
     kind = "image"
+    record_media = {"image": "the image file (decoded to RGB)"}
     extensions = ("jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff")
 
 
@@ -68,6 +72,7 @@ class AudioFolderSource(FolderSource):
 
     name = "audio_folder"
     kind = "audio"
+    record_media = {"audio": "the audio file (as 16 kHz mono WAV)"}
     extensions = ("wav", "flac", "ogg", "mp3")
 
 

@@ -96,6 +96,18 @@ class KoalaSource(SourceLoader):
     name = "koala"
     version = "1.0.0"
     Params = Params
+    record_id = "<dataset>/<type>/<id>/<digest of the item's images>"
+    record_fields = {
+        "question": "the question after 'Q: ' in the human turn (WebQA's quotes dropped)",
+        "answer": "the gpt turn: the expected answer (WebQA's quotes dropped)",
+        "captions": "the human turn's 'Caption:' lines",
+        "image": "the item's image list (file paths, or WebQA image ids)",
+        "conversations": "the item's [human, gpt] turns as in the file",
+        "type": "the item's type", "dataset": "its dataset", "id": "its id (shared by perturbations)",
+        "system_prompt": "its system prompt, or none", "label": "its label, or none",
+    }
+    record_media = {"image": "the item's first image (with `images` or `webqa_images`)",
+                    "image_2": "its second image, and so on (image_3, ...)"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")

@@ -51,6 +51,26 @@ class MerlimSource(SourceLoader):
     name = "merlim"
     version = "1.0.0"
     Params = Params
+    record_id = "the edited image's file name without its extension"
+    record_fields = {
+        "coco_id": "the COCO image id", "orig_img": "the original image's file name",
+        "in_img": "the edited (inpainted) image's file name",
+        "removed_obj.cat_idx": "the removed object's COCO category id",
+        "removed_obj.cat_label": "its class name", "removed_obj.num_rem_obj": "objects of its class left",
+        "removed_obj.bbox": "its box [x, y, w, h]",
+        "count.original": "objects of the removed class in the original image (num_rem_obj + 1)",
+        "count.edited": "objects of the removed class in the edited image",
+        "objects.original": "with `instances`: every class in the original image",
+        "objects.edited": "with `instances`: the classes left in the edited image",
+        "question": "kind = relations: the relation question", "question_neg": "its negation",
+        "relationship": "kind = relations: the relation asked about",
+        "answers.original": "kind = relations: expected answer on the original image",
+        "answers.original_neg": "the negated question's, on the original",
+        "answers.edited": "the question's, on the edited image",
+        "answers.edited_neg": "the negated question's, on the edited image",
+    }
+    record_media = {"image": "the edited image (with `edited_images`)",
+                    "original": "the original COCO image (with `images`)"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")

@@ -33,6 +33,12 @@ class MMCBenchParquet(SourceLoader):
     name = "mmcbench.parquet"
     version = "1.0.0"
     Params = Params
+    record_id = "the row's key (image2text) or path (speech2text)"
+    record_fields = {"key": "the row's id (the key or path column)",
+                     "text": "the clean caption (image2text) or transcription (speech2text)",
+                     "corruptions": "the names of the row's corrupted media"}
+    record_media = {"clean": "the clean image or audio",
+                    "<corruption>": "one per corruption column, e.g. gaussian_noise"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         id_column, text_column = LAYOUTS[params.task]

@@ -45,6 +45,13 @@ class MMCBenchTextTable(SourceLoader):
     name = "mmcbench.text_table"
     version = "1.0.0"
     Params = Params
+    record_id = "<selection>-<severity>/<key>"
+    record_fields = {"key": "the row's id (`id_column`)", "text": "the clean text (`text_column`)",
+                     "table": "<selection>-<severity>, e.g. hard-heavy",
+                     "severity": "heavy or light (also an item attribute)",
+                     "selection": "hard or random (also an item attribute)",
+                     "versions.<corruption>": "the text under each of the 23 corruptions, and "
+                                              "versions.clean the clean text"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         records: list[Record] = []

@@ -121,6 +121,20 @@ class ScenesSource(SourceLoader):
     name = "scenes"
     version = "1.0.0"
     Params = Params
+    record_id = "scene-<seed>-<image index>/<object id>"
+    record_fields = {
+        "image_id": "the image's id, scene-<seed>-<image index>",
+        "image.width": "image width in pixels",
+        "image.height": "image height in pixels",
+        "image.objects": "the sorted shapes of the objects visible in the image",
+        "object.id": "the object's id",
+        "object.name": "its shape (the class): circle, square, triangle, diamond, star or cross",
+        "object.bbox": "the box [x, y, w, h] of its visible pixels",
+        "object.area": "its visible area in pixels",
+        "object.area_ratio": "its visible (mask) area over the image's area",
+        "object.colour": "its colour: red, green, blue, yellow, purple or orange",
+    }
+    record_media = {"image": "the scene", "mask": "the object's visible pixels (white on black)"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         records: list[Record] = []

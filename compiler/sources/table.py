@@ -97,6 +97,12 @@ class TableSource(SourceLoader):
     name = "table"
     version = "1.0.0"
     Params = TableParams
+    record_id = "the `id` column's value, or the row number (from 1) without `id`"
+    record_fields = {"<column>": "every column of the file by its header name (the image and audio "
+                                 "columns left out), or only the fields `columns` maps to columns; "
+                                 "a JSON object cell keeps its keys (`<column>.<key>`)"}
+    record_media = {"image": "the `image_column` cell: encoded image bytes, or a file name under `images`",
+                    "audio": "the `audio_column` cell: encoded audio bytes, or a file name under `audio`"}
 
     def load(self, params: TableParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.path, key="source.path")
@@ -117,6 +123,11 @@ class CommonVoiceSource(SourceLoader):
     name = "common_voice"
     version = "1.0.0"
     Params = CommonVoiceParams
+    record_id = "the clip's file name (the TSV's `path` column)"
+    record_fields = {"sentence": "the clip's transcript",
+                     "<column>": "every other column of the TSV by its header name (client_id, "
+                                 "up_votes, down_votes, age, gender, accents, locale, ...), `path` left out"}
+    record_media = {"audio": "the clip, from the `audio` folder"}
 
     def load(self, params: CommonVoiceParams, ctx: SourceContext) -> LoadedSource:
         table = TableParams(path=params.path, id="path", audio_column="path", audio=params.audio,
@@ -135,6 +146,12 @@ class HfDatasetSource(SourceLoader):
     name = "hf_dataset"
     version = "1.0.0"
     Params = HfDatasetParams
+    record_id = "the `id` column's value, or the row number (from 1) without `id`"
+    record_fields = {"<column>": "every column of the dataset by its header name (the image and audio "
+                                 "columns left out), or only the fields `columns` maps to columns; "
+                                 "a JSON object cell keeps its keys (`<column>.<key>`)"}
+    record_media = {"image": "the `image_column` cell: encoded image bytes, or a file name under `images`",
+                    "audio": "the `audio_column` cell: encoded audio bytes, or a file name under `audio`"}
 
     def load(self, params: HfDatasetParams, ctx: SourceContext) -> LoadedSource:
         folder = ctx.resolve(params.path, key="source.path")

@@ -39,6 +39,17 @@ class VisualGenomeSource(SourceLoader):
     name = "visual_genome"
     version = "1.0.0"
     Params = Params
+    record_id = "<image_id>/<relationship_id>"
+    record_fields = {
+        "image_id": "the image's id", "relationship_id": "the relationship's id",
+        "predicate": "the relation, e.g. 'on'", "synsets": "the predicate's synsets",
+        "subject.name": "the subject's name", "subject.object_id": "its object id",
+        "subject.synsets": "its synsets", "subject.bbox": "its box [x, y, w, h]",
+        "object.name": "the object's name", "object.object_id": "its object id",
+        "object.synsets": "its synsets", "object.bbox": "its box [x, y, w, h]",
+        "width": "image width in pixels", "height": "image height in pixels",
+    }
+    record_media = {"image": "the relationship's image"}
 
     def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
         rel_path = ctx.resolve(params.relationships, key="source.relationships")

@@ -41,6 +41,13 @@ class VqaSource(SourceLoader):
     name = "vqa"
     version = "1.0.0"
     Params = VqaParams
+    record_id = "the question id"
+    record_fields = {"question_id": "the question id", "image_id": "the image id", "question": "the question",
+                     "answers": "the (ten) human answers' texts; empty without annotations",
+                     "multiple_choice_answer": "the most common answer, or none",
+                     "answer_type": "yes/no, number or other, or none",
+                     "question_type": "the question's first words, e.g. 'what color is the', or none"}
+    record_media = {"image": "the question's image"}
 
     def load(self, params: VqaParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.questions, key="source.questions")
@@ -106,6 +113,12 @@ class InfographicsVqaSource(SourceLoader):
     name = "infographicsvqa"
     version = "1.0.0"
     Params = InfographicsParams
+    record_id = "the questionId"
+    record_fields = {"question_id": "the questionId", "question": "the question",
+                     "image_local_name": "the infographic's file name",
+                     "answers": "the answers (empty in the test split)", "answer_type": "the answer types",
+                     "evidence": "the evidence types", "operation": "the operation/reasoning types"}
+    record_media = {"image": "the infographic"}
     LISTS: ClassVar[dict[str, str]] = {"answers": "answers", "answer_type": "answer_type",
                                        "evidence": "evidence", "operation/reasoning": "operation"}
     """Optional list keys (absent in the test split) -> field names (no '/' in a field path)."""

@@ -1,0 +1,182 @@
+"""`benchc ops / sources / metrics / backends` print allowed values, never Python types; a value
+outside a Literal is answered with the closest allowed one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+
+from benchc.compiler.ops import OPS
+from benchc.compiler.registry import closest_choices, literal_hint, merge_union_errors
+from benchc.compiler.sources import SOURCES, SourceContext
+from benchc.compiler.cas import ContentStore
+from benchc.reference import BACKEND_DOCS, render, type_text
+from conftest import cli
+
+PYTHON_TYPES = ("Union", "typing.", "Optional[", "Literal[", "<class", "NoneType")
+
+
+def _no_python_types(text: str) -> None:
+    for fragment in PYTHON_TYPES:
+        assert fragment not in text, fragment
+
+
+# --- the formatter -------------------------------------------------------------------------------
+
+
+class Example(BaseModel):
+    mode: Literal["a", "b"] = "a"
+    lines: int = Field(1, ge=0, le=15)
+    share: float | None = Field(None, gt=0.0, le=1.0)
+    names: list[str] = Field(default_factory=list, min_length=1)
+    mapping: dict[str, str] = Field(default_factory=dict)
+    anything: dict[str, Any] = Field(default_factory=dict)
+    either: Literal["x"] | Literal["y"] | None = None
+    box: tuple[int, int, int, int] | None = None
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("mode", "one of: 'a', 'b'"),
+    ("lines", "int in [0, 15]"),
+    ("share", "number in (0.0, 1.0] or none"),
+    ("names", "list of text (length >= 1)"),
+    ("mapping", "table of text"),
+    ("anything", "table"),
+    ("either", "one of: 'x', 'y' or none"),
+    ("box", "list of 4 int or none"),
+])
+def test_types_are_written_as_allowed_values(name: str, expected: str) -> None:
+    field = Example.model_fields[name]
+    assert type_text(field.annotation, field.metadata) == expected
+
+
+def test_ops_lists_allowed_values_never_python_types() -> None:
+    out = cli("ops", check=True).stdout
+    _no_python_types(out)
+    corrupt = out[out.index("image.corrupt v"):]
+    corrupt = corrupt[:corrupt.index("\nimage.", 1)]
+    assert "corruption: one of: 'gaussian_noise', " in corrupt
+    assert "'jpeg_compression'" in corrupt and "'clean' = required" in corrupt
+    assert "severity: one of: 'light', 'heavy' = 'light'" in corrupt
+    assert "lines: int = 1  (in [0, 15])" in out  # bounds, after the default
+
+
+def test_sources_lists_the_record_fields_of_each_loader() -> None:
+    out = cli("sources", check=True).stdout
+    _no_python_types(out)
+    table = out[out.index("\ntable v"):]
+    table = table[:table.index("\nvisual_genome v")]
+    assert "record fields:\n      <column>: every column of the file by its header name" in table
+    assert "record media:\n      image: the `image_column` cell" in table
+    coco = out[out.index("\ncoco v"):out.index("\ncommon_voice v")]
+    for path in ("object.name", "object.bbox", "object.area_ratio", "image.objects"):
+        assert f"      {path}: " in coco
+
+
+def test_every_loader_declares_its_records() -> None:
+    for name, loader in SOURCES.items():
+        assert loader.record_id, name
+        assert loader.record_fields, name
+
+
+@pytest.mark.parametrize("name,params", [
+    ("scenes", {"images": 3}),
+    ("coco", {"annotations": "instances.json", "images": "images"}),
+    ("vqa", {"questions": "questions.json", "annotations": "answers.json", "images": "images",
+             "image_name": "{image_id:012d}.png"}),
+])
+def test_a_loader_declares_every_field_and_media_of_its_records(tmp_path: Path, name: str,
+                                                                 params: dict[str, Any]) -> None:
+    from benchc.compiler.sources.scenes_coco import export_coco
+
+    export_coco(0, 3, 64, 3, tmp_path / "data")
+    loader = SOURCES.get(name)
+    context = SourceContext(roots=[tmp_path / "data"], store=ContentStore(tmp_path / "cache"))
+    source = loader.load(loader.Params(**params), context)
+    leaves = {path for record in source.records for path in _leaf_paths(record.fields)}
+    assert leaves == set(loader.record_fields)
+    assert {m for record in source.records for m in record.media} == set(loader.record_media)
+
+
+def _leaf_paths(fields: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for name, value in fields.items():
+        out += _leaf_paths(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"]
+    return out
+
+
+def test_metrics_lists_metrics_with_their_params() -> None:
+    out = cli("metrics", check=True).stdout
+    _no_python_types(out)
+    assert out.startswith("every metric:\n    stage: text or none = none")
+    agreement = out[out.index("general.agreement  "):]
+    assert "match: one of: 'exact', 'normalized', 'embedding' = 'normalized'" in agreement
+    assert "threshold: number = 0.7  (in (-1.0, 1.0))" in agreement
+    assert "mmr3.all  " in out and "target: text = required" in out
+
+
+def test_backends_lists_each_backends_options() -> None:
+    out = cli("backends", check=True).stdout
+    hf = out[out.index("hf  (generate)"):out.index("hf-asr  ")]
+    assert "written: hf:TARGET,option=value,... where TARGET is /path/to/model" in hf
+    for option in ("batch_size", "dtype", "device", "share_prefix"):
+        assert f"      {option}: " in hf
+    assert "one of: float32, float16, bfloat16 (default float32)" in hf
+    assert "pocketsphinx  (speech-to-text)" in out and "options: none" in out
+
+
+def test_backend_docs_name_exactly_the_options_each_backend_parses() -> None:
+    from benchc.runtime.backends import BACKENDS
+
+    shipped = {name: cls for name, cls in BACKENDS.items() if not name.startswith("test-")}  # test modules register test-*
+    assert set(BACKEND_DOCS) == set(shipped)
+    for name, cls in shipped.items():
+        assert set(BACKEND_DOCS[name].options) == set(getattr(cls, "OPTIONS", ())), name
+
+
+def test_the_reference_has_record_fields_and_backends() -> None:
+    text = render()
+    _no_python_types(text)
+    assert "| field | `object.area_ratio` |" in text and "| id |  | \\<image_id>/\\<annotation id> |" in text
+    assert "## Backends" in text and "| `share_prefix` |" in text
+
+
+# --- did you mean, for values of a Literal --------------------------------------------------------
+
+
+def _errors(op: str, **params: Any) -> list[dict[str, Any]]:
+    with pytest.raises(ValidationError) as caught:
+        OPS.get(op).Params(**params)
+    return merge_union_errors(caught.value.errors())
+
+
+def test_a_prefix_of_an_allowed_value_is_suggested() -> None:
+    [error] = _errors("image.corrupt", corruption="jpeg")  # Corruption | Literal["clean"]: one error
+    assert error["loc"] == ("corruption",)
+    assert literal_hint(error) == "did you mean 'jpeg_compression'?"
+
+
+def test_a_misspelt_value_is_suggested_and_case_does_not_count() -> None:
+    assert literal_hint(_errors("image.corrupt", corruption="gausian_noise")[0]).startswith(
+        "did you mean 'gaussian_noise'")
+    assert literal_hint(_errors("image.imagenet_c", corruption="JPEG")[0]) == "did you mean 'jpeg_compression'?"
+
+
+def test_a_value_close_to_nothing_lists_the_allowed_values() -> None:
+    [error] = _errors("image.mask_object", shape="hexagon")
+    assert literal_hint(error) == "use one of: 'rectangle', 'ellipse'"
+
+
+def test_a_literal_or_a_list_keeps_the_relevant_error() -> None:
+    [word] = _errors("image.pad", pixels=1, fill="blak")
+    assert word["loc"] == ("fill",) and literal_hint(word) == "did you mean 'black'?"
+    [numbers] = _errors("image.pad", pixels=1, fill=[1, 2])
+    assert numbers["type"] != "literal_error" and literal_hint(numbers) is None
+
+
+def test_other_errors_have_no_literal_hint() -> None:
+    assert literal_hint({"type": "int_parsing", "input": "x"}) is None
+    assert closest_choices("", ["a"]) == []
