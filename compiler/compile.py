@@ -27,13 +27,15 @@ from .model_steps import ModelClient, ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, check_output_dir, is_manifest_dir,
                        manifest_digest, read_manifest, write_manifest)
 from .metric_attrs import check_metric_attrs
+from .metrics import is_template
+from .registry import did_you_mean
 from . import select_hard
 from .resolve import Resolved, ResolvedNode, resolve
 from .select import apply_filters, sample
 from .sources import LoadedSource, SourceContext
 from .spec.models import Stage
 from .spec.parse import LoadedSpec, load_spec
-from .templates import TemplateProblem, render
+from .templates import TemplateProblem, compile_template, render
 from .values import Record, Value
 
 ALWAYS_TRACKED = ("benchc", "jinja2", "numpy", "pillow")
@@ -97,6 +99,8 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
     doc["source"] = {**doc["source"], **resolved.source_params.model_dump(mode="json")}
     for node_doc, node in zip(doc["node"], resolved.nodes):
         node_doc["params"] = _with_defaults(node, node_doc["params"])
+    if doc.get("answer") is None:  # absent, not null: specs without one keep their digests
+        doc.pop("answer", None)
     if resolved.select is None:  # absent, not null: specs without one keep their digests
         del doc["select"]
     else:
@@ -209,9 +213,11 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
                        tuple(data_roots(loaded, options)), models)
     if resolved.sinks:
         finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
-        rows = [_item_row(resolved, v.record, v) for v in finals]
+        known = _attribute_names([v.record.attrs for v in finals] + [v.attrs for v in finals])
+        rows = [_item_row(resolved, v.record, v, known) for v in finals]
     else:
-        rows = [_item_row(resolved, r, None) for r in records]
+        known = _attribute_names([r.attrs for r in records])
+        rows = [_item_row(resolved, r, None, known) for r in records]
     rows.sort(key=lambda row: row["item_id"])
     check_metric_attrs(resolved, rows)
     lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins)
@@ -222,7 +228,12 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
     return rows, lock, expansion.ops_run
 
 
-def _item_row(resolved: Resolved, record: Record, variant: Variant | None) -> dict[str, Any]:
+def _attribute_names(attr_dicts: list[dict[str, Any]]) -> frozenset[str]:
+    return frozenset(name for attrs in attr_dicts for name in attrs)
+
+
+def _item_row(resolved: Resolved, record: Record, variant: Variant | None,
+              known_attrs: frozenset[str] = frozenset()) -> dict[str, Any]:
     value = variant.value if variant else None
     attrs = {**record.attrs, **(variant.attrs if variant else {})}
     item_id = f"{record.id}#{variant.path}" if variant else record.id
@@ -244,7 +255,7 @@ def _item_row(resolved: Resolved, record: Record, variant: Variant | None) -> di
         "prompt": prompt,
         "text": value.text if value is not None and value.kind == "text" else None,
         "media": canonical_json(_media(record, value)),
-        "targets": canonical_json(_targets(resolved, record)),
+        "targets": canonical_json(_targets(resolved, record, _target_context(context, known_attrs))),
         "lineage": canonical_json(list(variant.lineage) if variant else []),
     }
 
@@ -271,18 +282,32 @@ def _media(record: Record, value: Value | None) -> list[dict[str, str]]:
     return media
 
 
-def _targets(resolved: Resolved, record: Record) -> dict[str, list[str]]:
+def _target_context(context: dict[str, Any], known_attrs: frozenset[str]) -> dict[str, Any]:
+    """A target template's variables: an attribute that other items have and this one lacks
+    reads as none (the original item has no ``negated``); one that no item has stays an error."""
+    return {**context, "attrs": {**{name: None for name in known_attrs}, **context["attrs"]}}
+
+
+def _targets(resolved: Resolved, record: Record, context: dict[str, Any]) -> dict[str, list[str]]:
+    """Each metric's target for one item, keyed by the metric's ``target``: a record field's
+    value(s), or a template rendered with the item's record and attributes (a per-item target)."""
     out: dict[str, list[str]] = {}
     for index, metric in enumerate(resolved.metrics):
         field_path = getattr(metric.params, "target", None)
         if field_path is None:
+            continue
+        if is_template(field_path):
+            rendered = _render(resolved, compile_template(field_path), f"metric[{index}].target", context,
+                               context["item_id"])
+            out[field_path] = [rendered.strip()] if rendered.strip() else []
             continue
         try:
             value = record.get(field_path)
         except KeyError:
             raise SpecError(resolved.loaded.problem(
                 f"metric[{index}].target", f"record {record.id!r} has no field {field_path!r}",
-                hint=f"its fields: {', '.join(sorted(record.fields))}")) from None
+                hint=did_you_mean(field_path, sorted(record.fields))
+                or f"its fields: {', '.join(sorted(record.fields))}")) from None
         out[field_path] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
     return out
 

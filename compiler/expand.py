@@ -15,6 +15,7 @@ with its answers. Their node keys also hold the backend's fingerprint (weights, 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from .canonical import digest
+from .canonical import canonical_json, digest
 from .cas import ContentStore
 from .errors import BenchcError, OpError, Problem
 from .model_steps import ModelBackendRef, ModelPrompt, ModelSteps
@@ -39,7 +41,7 @@ class Variant:
     """One output of one node for one record."""
 
     record: Record
-    path: str  # e.g. "masked.2" or "styled.1/masked.0"
+    path: str  # e.g. "masked[shape=ellipse]" or "styled[style=candy]/masked@1"
     node_id: str
     value: Value
     attrs: dict[str, Any]
@@ -113,10 +115,9 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
     value = _input_of(node, record, upstream)
     keys = input_keys(node, record, value)
     prefix = f"{upstream.path}/" if upstream else ""
-    index = 0
     for point in node.sweep.grid_points():
-        for _ in range(node.repeat):
-            path = f"{prefix}{node.id}.{index}"
+        for repeat in range(node.repeat):
+            path = prefix + variant_segment(node.id, point, repeat if node.repeat > 1 else None)
             swept = {**point, **_sample_choices(node, spec_seed, record, path)}
             try:
                 model = node.op.Params.model_validate({**node.sweep.fixed, **swept})
@@ -127,8 +128,37 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
             key = node_key(node.op.name, node.op.version, params, keys, seed,
                            environment_of(node, model, models))
             tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
-            index += 1
     return tasks
+
+
+PATH_SAFE = "+:*'()!$;"
+"""Characters a grid value keeps in a variant path besides letters, digits and ``_.-~``; the
+path's own separators (``/ [ ] , = @ #``), spaces and the rest are percent-encoded."""
+
+
+def _segment_value(value: Any) -> str:
+    """A grid value as it appears in a variant path: a string as itself (as JSON when it would
+    read as a number or boolean, so "90" and 90 stay apart), anything else as canonical JSON."""
+    text = canonical_json(value)
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            text = value
+    return quote(text, safe=PATH_SAFE)
+
+
+def variant_segment(node_id: str, point: dict[str, Any], repeat: int | None) -> str:
+    """One node's part of a variant path, named by the node and the grid values of the
+    variant, never by its position in the grid: ``rotated[angle=90]``, ``noisy[sigma=5]@2``
+    (the third repeat), ``gray`` (an unswept node). Inserting a grid value therefore adds
+    variants and leaves every other variant's path (hence id and seed) as it was."""
+    segment = node_id
+    if point:
+        segment += "[" + ",".join(f"{name}={_segment_value(point[name])}" for name in sorted(point)) + "]"
+    if repeat is not None:
+        segment += f"@{repeat}"
+    return segment
 
 
 def _run_task(store_root: str, op_module: str, op_name: str, params: dict[str, Any], seed: int,
@@ -265,7 +295,10 @@ def _ask(node: ResolvedNode, models: ModelSteps,
 
 def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
     parent = task.upstream
-    attrs = {**(parent.attrs if parent else {}), **task.swept, **output.get("attrs", {})}
+    # Every variant names the node that made it, so breakdowns and `over` work without
+    # hand-written attrs (an unswept node's variants would otherwise have no attribute at all).
+    attrs = {**(parent.attrs if parent else {}), "perturbation": task.node.id, **task.swept,
+             **output.get("attrs", {})}
     step = {"node": task.node.id, "op": task.node.op.name, "version": task.node.op.version, "key": task.key}
     lineage = (*(parent.lineage if parent else ()), step)
     return Variant(task.record, task.path, task.node.id, Value.from_json(output["value"]), attrs, lineage)

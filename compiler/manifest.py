@@ -19,15 +19,17 @@ import polars as pl
 from .atomic import make_staging_dir, publish_dir_if_absent, replace_dir_atomic
 from .canonical import canonical_json, digest
 
-MANIFEST_SCHEMA_VERSION = 1
-"""Bump when a column is added, removed or changes meaning; golden tests pin it."""
+MANIFEST_SCHEMA_VERSION = 2
+"""Bump when a column is added, removed or changes meaning; golden tests pin it. v2: item ids
+name each variant by its node and grid values (``#rotated[angle=90]``), never by its position in
+the grid, and every variant has the attribute ``perturbation`` (the id of the node that made it)."""
 LOCK_VERSION = 3
 """Bump when a lock field is added, removed or changes meaning. v2: ``dropped`` (variants that
 validator ops dropped, per node and reason). v3: ``model_steps`` (node id -> the backends a
 model-backed node may use: backend string, generation settings and the backend's fingerprint)."""
 
 ITEM_SCHEMA: dict[str, Any] = {
-    "item_id": pl.String,        # "<record id>#<variant path>"
+    "item_id": pl.String,        # "<record id>#<variant path>", e.g. "r1#rotated[angle=90]"
     "group_id": pl.String,       # items a consistency metric compares (the source record)
     "record_id": pl.String,
     "record_digest": pl.String,

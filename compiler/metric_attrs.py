@@ -48,4 +48,10 @@ def _metric_problems(resolved: Resolved, index: int, params: Any,
         out.append(loaded.problem(
             f"metric[{index}].reference", f"no item has {over} = {reference!r}: nothing to compare against",
             hint=f"{hint + ' ' if hint else ''}values of {over}: {', '.join(seen[:20])}"))
+    for value in sorted(getattr(params, "relations", {}) or {}):
+        if over in values and value not in values[over]:
+            hint = did_you_mean(value, sorted(values[over]))
+            out.append(loaded.problem(
+                f"metric[{index}].relations", f"no item has {over} = {value!r}",
+                hint=f"{hint + ' ' if hint else ''}values of {over}: {', '.join(sorted(values[over])[:20])}"))
     return out

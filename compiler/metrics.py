@@ -210,8 +210,22 @@ class KoalaParams(MetricParams):
 
 Match = Literal["exact", "normalized", "embedding"]
 MATCH = "how two answers agree: exact (stripped), normalized (SQuAD-style), embedding (cos > threshold)"
-CORRECT = "a target answer as a substring of the answer, equal to it, or equal after normalisation"
+Correct = Literal["normalized", "exact", "word", "substring"]
+CORRECT = ("when an answer is right: normalized (equal after normalisation, the default), exact, word "
+           "(the target as whole words of the answer), substring (raw substring: MM-R3's lenient rule, "
+           "'no' is inside 'not'; named in the report)")
+TARGET = ("the correct answer(s): a record field path ('answer'), or a Jinja template over `record` and "
+          "`attrs` rendered per item (\"{{ 'no' if attrs.negated else record.answer }}\")")
 PAIRS_BY = "with `by`: a pair counts for each value of its two items (touching) or only when both have it"
+Relation = Literal["same", "opposite", "expected"]
+RELATION = ("what should hold between an item's answer and its reference item's: same (invariance: the "
+            "answers agree), opposite (negation: one reads yes, the other no), expected (each answer is "
+            "right for its own target, e.g. the moved option letter after a permutation)")
+
+
+def is_template(target: str) -> bool:
+    """A metric target written as a Jinja template (rendered per item) instead of a field path."""
+    return "{{" in target or "{%" in target
 
 
 class AgreementParams(MetricParams, Bootstrap):
@@ -231,8 +245,8 @@ class FlipRateParams(MetricParams, Bootstrap):
         "answer", description="answer: the answers disagree; correctness: one is right, one wrong")
     match: Match = Field("normalized", description=MATCH)
     threshold: float = Field(0.7, gt=-1.0, lt=1.0, description="embedding: agree if cos > this")
-    target: str | None = Field(None, description="field with the correct answer(s) (correctness)")
-    correct: Literal["substring", "exact", "normalized"] = Field("substring", description=CORRECT)
+    target: str | None = Field(None, description=TARGET + " (flip = 'correctness')")
+    correct: Correct = Field("normalized", description=CORRECT)
 
     @model_validator(mode="after")
     def _needs_target(self) -> FlipRateParams:
@@ -242,10 +256,41 @@ class FlipRateParams(MetricParams, Bootstrap):
 
 
 class WorstCaseParams(MetricParams, Bootstrap):
-    """Worst case over a group: a group is correct only if all its answers are."""
+    """Worst case over a group: a group is correct only if all its answers are (CircularEval
+    with a per-item target: every permutation right)."""
 
-    target: str = Field(description="field with the correct answer(s)")
-    correct: Literal["substring", "exact", "normalized"] = Field("substring", description=CORRECT)
+    target: str = Field(description=TARGET)
+    correct: Correct = Field("normalized", description=CORRECT)
+
+
+class AccuracyParams(MetricParams, Bootstrap):
+    """Share of correct answers, with a bootstrap interval clustered by source record; one row
+    per value of `by` (e.g. by = ["perturbation"] for one row per variant kind)."""
+
+    target: str = Field(description=TARGET)
+    correct: Correct = Field("normalized", description=CORRECT)
+
+
+class ConsistencyParams(MetricParams, Bootstrap):
+    """Rate of (reference, variant) answer pairs that hold the relation expected between them,
+    one row per relation (and `by` value), with a bootstrap interval clustered by source record."""
+
+    over: str = Field("perturbation", description="attribute that names the perturbation of an item")
+    reference: str = Field("original", description="value of `over` that marks each record's reference item")
+    relation: Relation = Field("same", description=RELATION)
+    relations: dict[str, Relation] = Field(
+        default_factory=dict, description="per value of `over`, a relation other than `relation` "
+                                          "(e.g. { negated = \"opposite\" })")
+    match: Match = Field("normalized", description=MATCH + " (relation same)")
+    threshold: float = Field(0.7, gt=-1.0, lt=1.0, description="embedding: agree if cos > this")
+    target: str | None = Field(None, description=TARGET + " (relation expected)")
+    correct: Correct = Field("normalized", description=CORRECT)
+
+    @model_validator(mode="after")
+    def _needs_target(self) -> ConsistencyParams:
+        if "expected" in (self.relation, *self.relations.values()) and self.target is None:
+            raise ValueError("relation 'expected' needs `target`: each item's correct answer")
+        return self
 
 
 METRIC_SCHEMAS: Registry[type[MetricParams]] = Registry("metric")
@@ -259,6 +304,8 @@ METRIC_SCHEMAS.register("koala.accuracy", KoalaParams)
 METRIC_SCHEMAS.register("general.agreement", AgreementParams)
 METRIC_SCHEMAS.register("general.flip_rate", FlipRateParams)
 METRIC_SCHEMAS.register("general.worst_case", WorstCaseParams)
+METRIC_SCHEMAS.register("general.accuracy", AccuracyParams)
+METRIC_SCHEMAS.register("general.consistency", ConsistencyParams)
 
 
 STAGE_OUTPUT: dict[str, str] = {"generate": "text", "speech-to-text": "text", "text-to-speech": "audio",

@@ -6,7 +6,6 @@ Every problem of a spec is collected and raised together, each with file, line a
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,10 +13,11 @@ import jinja2
 from jinja2 import meta
 from pydantic import BaseModel, ValidationError
 
+from .canonical import canonical_json
 from .errors import Problem, ProblemList, SpecError
 from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
-from .registry import did_you_mean
+from .registry import did_you_mean, literal_hint, merge_union_errors
 from .sources import SOURCES, SourceLoader
 from .spec.models import RESERVED_INPUTS, Select
 from .spec.parse import LoadedSpec
@@ -107,15 +107,18 @@ def resolve(loaded: LoadedSpec) -> Resolved:
                     select)
 
 
-def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str) -> list[Problem]:
+def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str,
+                         schema: type[BaseModel] | None = None) -> list[Problem]:
     out = []
-    for err in exc.errors():
+    for err in merge_union_errors(exc.errors()):
         key = ".".join([prefix, *(str(p) for p in err["loc"])])
         msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
         hint = None
+        if err["type"] == "extra_forbidden" and schema is not None and err["loc"]:
+            names = sorted(schema.model_fields)
+            hint = did_you_mean(str(err["loc"][-1]), names) or f"parameters: {', '.join(names) or 'none'}"
         if err["type"] == "literal_error":
-            choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
-            hint = did_you_mean(str(err.get("input")), choices) or msg.replace("Input should be", "use")
+            hint = literal_hint(err) or msg.replace("Input should be", "use")
             msg = f"invalid value {err.get('input')!r}"
         out.append(loaded.problem(key, msg, hint))
     return out
@@ -135,6 +138,11 @@ def _resolve_source(loaded: LoadedSpec, problems: ProblemList) -> tuple[SourceLo
         return loader, None
 
 
+def _has_duplicates(values: list[Any]) -> bool:
+    seen = [canonical_json(v) for v in values]
+    return len(set(seen)) != len(seen)
+
+
 def _split_sweep(params: dict[str, Any]) -> tuple[Sweep, list[tuple[str, str]]]:
     fixed, grid, choice, errors = {}, {}, {}, []
     for name, value in params.items():
@@ -142,7 +150,12 @@ def _split_sweep(params: dict[str, Any]) -> tuple[Sweep, list[tuple[str, str]]]:
             if len(value) != 1 or not isinstance(next(iter(value.values())), list) or not next(iter(value.values())):
                 errors.append((name, "a sweep is { grid = [...] } or { choice = [...] } with a non-empty list"))
                 continue
-            (grid if "grid" in value else choice)[name] = list(next(iter(value.values())))
+            values = list(next(iter(value.values())))
+            if "grid" in value and _has_duplicates(values):
+                errors.append((name, f"grid {values} names a value twice: a grid value is one variant "
+                                     "(its id is the value); use `repeat` for several draws"))
+                continue
+            (grid if "grid" in value else choice)[name] = values
         else:
             fixed[name] = value
     return Sweep(fixed, grid, choice), errors
@@ -213,7 +226,7 @@ def _check_params(loaded: LoadedSpec, op: Op, sweep: Sweep, key: str, problems: 
         try:
             op.Params.model_validate({**sweep.fixed, **trial})
         except ValidationError as exc:
-            for p in _validation_problems(loaded, exc, key):
+            for p in _validation_problems(loaded, exc, key, op.Params):
                 if p.render() not in seen:
                     seen.add(p.render())
                     problems.add(p)
@@ -294,7 +307,7 @@ def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[Resolved
         try:
             params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
         except ValidationError as exc:
-            for p in _validation_problems(loaded, exc, key):
+            for p in _validation_problems(loaded, exc, key, METRIC_SCHEMAS.get(metric.name)):
                 problems.add(p)
             continue
         if params.stage is not None and params.stage not in stage_ids:

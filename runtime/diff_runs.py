@@ -7,9 +7,11 @@ when the two manifests differ the paired items whose content changed are counted
 
 What is compared per paired item (the answers of one stage, by default each run's last):
 
-* ``correct``: the mean over the item's samples of "the answer contains one of the item's
-  target answers", both normalised (lower case, every run of non-letters/digits one space,
-  matched on whole words); items without targets have none. Binary when ``generation.n`` is 1.
+* ``correct``: the mean over the item's samples of ``runtime.answers.is_correct`` on the answer
+  as ``[answer]`` reads it, with the target and ``correct`` rule of the spec's first metric that
+  has a target (``word`` for paper metrics, which have their own rules): the function and rule
+  ``benchc score``'s general metrics use, so ``general.accuracy`` and diff-runs agree;
+  items without targets have none. Binary when ``generation.n`` is 1.
 * ``agreement``: the share of the other items of the item's group (its variants: the
   consistency unit) whose normalised first answer equals this item's; groups of one item have
   none.
@@ -34,6 +36,9 @@ import numpy as np
 import polars as pl
 
 from benchc.compiler.errors import Problem, RunError
+from benchc.compiler.metrics import METRIC_SCHEMAS
+
+from .answers import extract, is_correct
 
 from .runfolder import manifest_items, read_json, read_responses, read_run_record
 from .score import SCORES_FILE, run_manifest_of
@@ -70,30 +75,49 @@ def _normalised(column: str) -> pl.Expr:
 
 
 def answers_of(side: RunSide, stage: str) -> pl.DataFrame:
-    """(item_id, sample, norm) of one stage's answers."""
+    """(item_id, sample, read, norm) of one stage's answers: ``read`` is the answer as the spec's
+    ``[answer]`` extraction reads it (what ``benchc score`` scores), ``norm`` that normalised."""
     if stage not in {s.id for s in side.spec.stage}:
         raise RunError(Problem(f"the run has no stage {stage!r}", file=side.label,
                                hint=f"its stages: {', '.join(s.id for s in side.spec.stage)}"))
+    answer = getattr(side.spec, "answer", None)
     return (side.responses.filter(pl.col("stage") == stage)
-            .select("item_id", "sample", _normalised("text").alias("norm")))
+            .select("item_id", "sample", pl.col("text").fill_null("")
+                    .map_elements(lambda t: extract(t, answer), return_dtype=pl.String).alias("read"))
+            .with_columns(_normalised("read").alias("norm")))
+
+
+def correctness_rule(side: RunSide) -> tuple[str, str] | None:
+    """(target, rule) of the first metric with a target: its ``correct`` (general metrics: the
+    rule ``benchc score`` uses), or "word" (whole words of a normalised target) for the paper
+    metrics, which read answers by their own rules; None without targets."""
+    for metric in side.spec.metric:
+        target = metric.params.get("target")
+        if isinstance(target, str):
+            schema = METRIC_SCHEMAS.get(metric.name) if metric.name in METRIC_SCHEMAS else None
+            params = schema.model_validate(metric.params) if schema is not None else None
+            rule = getattr(params, "correct", "word")
+            return target, rule if rule in ("normalized", "exact", "word", "substring") else "word"
+    return None
 
 
 def correctness(side: RunSide, answers: pl.DataFrame) -> pl.DataFrame:
-    """(item_id, correct): mean over samples of 'a normalised target is a whole-word part of
-    the normalised answer'; items without targets are left out."""
-    fields = sorted({str(m.params["target"]) for m in side.spec.metric if isinstance(m.params.get("target"), str)})
-    if not fields:
-        return pl.DataFrame(schema={"item_id": pl.String, "correct": pl.Float64})
-    dtype = pl.Struct({f: pl.List(pl.String) for f in fields})
-    targets = (side.items.select("item_id", pl.col("targets").str.json_decode(dtype).alias("t"))
-               .select("item_id", pl.concat_list(*(pl.col("t").struct.field(f) for f in fields)).alias("target"))
-               .explode("target").with_columns(_normalised("target").alias("target"))
-               .filter(pl.col("target") != ""))
-    padded = pl.lit(" ") + pl.col("norm") + pl.lit(" ")
-    hits = (answers.join(targets, on="item_id")
-            .with_columns(hit=padded.str.contains(pl.lit(" ") + pl.col("target") + pl.lit(" "), literal=True))
-            .group_by("item_id", "sample").agg(pl.col("hit").any()))
-    return hits.group_by("item_id").agg(pl.col("hit").cast(pl.Float64).mean().alias("correct"))
+    """(item_id, correct): mean over samples of ``is_correct`` (runtime/answers.py: the function
+    every general metric scores with) under the first target metric's rule; items without
+    targets are left out."""
+    rule = correctness_rule(side)
+    empty = pl.DataFrame(schema={"item_id": pl.String, "correct": pl.Float64})
+    if rule is None:
+        return empty
+    target, how = rule
+    targets = {row["item_id"]: json.loads(row["targets"]).get(target, [])
+               for row in side.items.select("item_id", "targets").iter_rows(named=True)}
+    rows = [(item, float(is_correct(text, targets[item], how)))
+            for item, text in answers.select("item_id", "read").iter_rows() if targets.get(item)]
+    if not rows:
+        return empty
+    hits = pl.DataFrame(rows, schema={"item_id": pl.String, "hit": pl.Float64}, orient="row")
+    return hits.group_by("item_id").agg(pl.col("hit").mean().alias("correct"))
 
 
 def agreement(side: RunSide, answers: pl.DataFrame) -> pl.DataFrame:

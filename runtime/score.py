@@ -11,8 +11,9 @@ import polars as pl
 from benchc.compiler.errors import BenchcError, Problem, RunError, SpecError
 from benchc.compiler.manifest import SPEC_FILE, Manifest
 from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems
-from benchc.compiler.spec.models import Spec
+from benchc.compiler.spec.models import Answer, Spec
 
+from .answers import describe, extract_all
 from .embed import load_embedder
 from .metrics import METRICS, MetricInput, MetricResult
 from .metrics.base import ScoredItem
@@ -21,10 +22,12 @@ from .runfolder import RUN_FILE, manifest_items, open_manifest, read_responses, 
 SCORES_FILE = "scores.json"
 
 
-def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: str) -> list[ScoredItem]:
+def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: str,
+                          answer: Answer | None = None) -> list[ScoredItem]:
+    """The items with their answers of ``stage``, read by the spec's ``[answer]`` extraction."""
     answers = (responses.filter(pl.col("stage") == stage).sort("item_id", "sample")
                .group_by("item_id", maintain_order=True).agg(pl.col("text"), pl.col("blob")))
-    by_item = {row["item_id"]: (tuple(t or "" for t in row["text"]), tuple(row["blob"]))
+    by_item = {row["item_id"]: (extract_all((t or "" for t in row["text"]), answer), tuple(row["blob"]))
                for row in answers.iter_rows(named=True)}
     out = []
     wanted = ("item_id", "group_id", "attrs", "targets", "node", "prompt", "media")
@@ -78,12 +81,17 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
             if needed not in backends:
                 raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
                                        hint="rerun `benchc run`; it resumes where it stopped"))
-        data = MetricInput(_items_with_responses(items, responses, stage),
+        data = MetricInput(_items_with_responses(items, responses, stage, spec.answer),
                            load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
                            backends[stage],
-                           stages={s: _items_with_responses(items, responses, s) for s in params.extra_stages()},
+                           stages={s: _items_with_responses(items, responses, s, spec.answer)
+                                   for s in params.extra_stages()},
                            media=media)
-        results.append(implementation.score(params, data))
+        result = implementation.score(params, data)
+        read = describe(spec.answer)
+        if read is not None:
+            result.notes.append(read)
+        results.append(result)
     scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
               "model": record.get("model"), "items": items.height,
               "metrics": [_result_json(r) for r in results]}

@@ -106,22 +106,38 @@ def qr_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_version_bump_alone_changes_no_item(qr_tmp: Path) -> None:
-    result = _diff(qr_tmp, lambda t: t.replace('version = "1.0.0"', 'version = "1.0.1"'))
+    result = _diff(qr_tmp, lambda t: t.replace('version = "2.0.0"', 'version = "2.0.1"'))
     assert _paths(result.spec) == ["benchmark.version"]
     assert result.items.equal and result.items.items_a == 96
     assert _paths(result.lock) == []  # the version is shown once, in the spec section
-    assert result.bump() == {"from": "1.0.0", "to": "1.0.1", "made": "patch", "needed": "none"}
+    assert result.bump() == {"from": "2.0.0", "to": "2.0.1", "made": "patch", "needed": "none"}
 
 
-def test_a_node_param_changes_the_items_of_that_param(qr_tmp: Path) -> None:
-    result = _diff(qr_tmp, lambda t: t.replace("grid = [0, 1, 2, 3]", "grid = [0, 1, 2, 2]"))
+def test_removing_a_grid_value_removes_exactly_its_items(qr_tmp: Path) -> None:
+    result = _diff(qr_tmp, lambda t: t.replace("grid = [0, 1, 2, 3]", "grid = [0, 1, 3]"))
     assert _paths(result.spec) == ["node[question].params.index.grid"]
     items = result.items
-    assert (items.added, items.removed, items.changed) == (0, 0, 24)
-    assert items.causes == {"node_params": 24}
-    assert all(e["item_id"].endswith("#question.3") for e in items.examples["node_params"])
-    assert set(items.fields) == {"attrs", "prompt", "text", "lineage"}
+    assert (items.added, items.removed, items.changed) == (0, 24, 0)
+    assert all(e["item_id"].endswith("#question[index=2]") for e in items.examples["removed"])
     assert result.bump()["needed"] == "major"
+
+
+def test_inserting_a_grid_value_mid_list_only_adds_items(qr_tmp: Path) -> None:
+    """Item ids name grid values, not positions: a value inserted in the middle of a sweep adds
+    its items and moves no other item (issue 12: it used to change every later item)."""
+    base = (ROOT / "specs/mm_r3/question_rephrasing.toml").read_text()
+    spec = qr_tmp.parent / "sweep" / "spec.toml"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    a = spec.with_name("a.toml")
+    shutil.copytree(ROOT / "specs/mm_r3/data", spec.parent / "data", dirs_exist_ok=True)
+    a.write_text(base.replace("grid = [0, 1, 2, 3]", "grid = [0, 3]"))
+    b = spec.with_name("b.toml")
+    b.write_text(a.read_text().replace("grid = [0, 3]", "grid = [0, 1, 3]"))
+    done = cli("diff", a, b, "--format", "json", "--cache", qr_tmp.parent / "sweep-cache")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["items"]["added"], report["items"]["removed"], report["items"]["changed"]) == (24, 0, 0)
+    assert report["bump"]["needed"] == "minor"
 
 
 def test_a_template_changes_every_prompt_and_nothing_else(qr_tmp: Path) -> None:

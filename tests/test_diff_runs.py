@@ -105,7 +105,7 @@ def test_two_models_on_one_manifest(runs: Path) -> None:
 def test_two_versions_pair_items_by_id_and_report_the_rest(runs: Path) -> None:
     result = api.diff_runs(runs / "echo", runs / "echo-v2")
     assert (result.paired, result.only_a, result.only_b) == (72, 24, 0)
-    assert all(i.endswith("#question.3") for i in result.examples["only_a"])
+    assert all(i.endswith("#question[index=3]") for i in result.examples["only_a"])
     assert result.content["changed"] == 72 and result.content["causes"] == {"template": 72}
     assert [c["path"] for c in result.content["spec"]] == ["node[question].params.index.grid", "prompt.template"]
     assert result.answers_changed == 72  # "Q: " echoed back

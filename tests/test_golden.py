@@ -22,7 +22,8 @@ def test_bundled_spec_matches_its_committed_lock(spec: Path, shared_cache: Path)
 
 def test_manifest_schema_is_pinned() -> None:
     # Changing the columns means bumping MANIFEST_SCHEMA_VERSION and updating this golden list.
-    assert MANIFEST_SCHEMA_VERSION == 1 and LOCK_VERSION == 3
+    # v2: item ids by grid values instead of grid positions (issue 12).
+    assert MANIFEST_SCHEMA_VERSION == 2 and LOCK_VERSION == 3
     assert list(ITEM_SCHEMA) == ["item_id", "group_id", "record_id", "record_digest", "node", "attrs",
                                  "system", "prompt", "text", "media", "targets", "lineage"]
 

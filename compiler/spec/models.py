@@ -171,6 +171,35 @@ class Stage(Strict):
         return self.media or ("item" if self.input == "prompt" else "answer")
 
 
+ExtractStep = Literal["normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter", "regex"]
+EXTRACT_STEPS: tuple[str, ...] = ExtractStep.__args__  # type: ignore[attr-defined]
+
+
+class Answer(Strict):
+    """How an answer is read before any metric sees it (``[answer]``): the ``extract`` steps run
+    in order on each response; a step that finds nothing leaves no answer (scored wrong, and
+    agreeing with nothing). See runtime/answers.py for each step."""
+
+    extract: list[ExtractStep] = Field(
+        default_factory=list, description="steps, in order: normalize (lower case, no punctuation or "
+                                          "articles, number words as digits), first_line, first_sentence, "
+                                          "yes_no, number, option_letter, regex")
+    pattern: str | None = Field(None, description="regex step: the pattern; its first group (or the "
+                                                  "whole match) is the answer")
+    letters: str = Field("ABCDEFGHIJ", min_length=2, description="option_letter: the option letters")
+
+    @model_validator(mode="after")
+    def _pattern_for_regex(self) -> Answer:
+        if ("regex" in self.extract) != (self.pattern is not None):
+            raise ValueError("the regex step and `pattern` go together: give both or neither")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern is not a regular expression: {exc}") from None
+        return self
+
+
 class Metric(BaseModel):
     """``name`` names a registered metric; its other keys are the metric's parameters."""
 
@@ -193,6 +222,7 @@ class Spec(Strict):
     stage: list[Stage] = Field(default_factory=lambda: [Stage(id="answer")])
     metric: list[Metric] = Field(default_factory=list)
     select: Select | None = Field(None, description="hard-record selection by baseline models (after [sample])")
+    answer: Answer | None = Field(None, description="answer extraction applied before every metric")
 
     @model_validator(mode="after")
     def _references(self) -> Spec:

@@ -33,11 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from benchc.compiler.metrics import AgreementParams, FlipRateParams, WorstCaseParams
+from benchc.compiler.metrics import AccuracyParams, AgreementParams, ConsistencyParams, FlipRateParams, WorstCaseParams
+
+from ..answers import correctness_note, is_correct
 
 from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value
 from .mmcbench import anchored_groups
-from .text import bootstrap_ratio, normalize_answer
+from .text import bootstrap_ratio, normalize_answer, yes_no
 
 
 class _Matcher:
@@ -61,18 +63,12 @@ class _Matcher:
         return float(self.emb[self.index[a]] @ self.emb[self.index[b]])
 
     def agree(self, a: str, b: str) -> bool:
+        """Whether two answers agree; an empty answer (nothing read) agrees with none."""
+        if not a.strip() or not b.strip():
+            return False
         if self.emb is not None:
             return (self.similarity(a, b) or 0.0) > self.threshold
         return self.norm[self.index[a]] == self.norm[self.index[b]]
-
-
-def is_correct(answer: str, targets: list[str], how: str) -> bool:
-    if how == "substring":
-        lowered = answer.lower()
-        return any(t.lower() in lowered for t in targets)
-    if how == "exact":
-        return any(answer.strip().lower() == t.strip().lower() for t in targets)
-    return any(normalize_answer(answer) == normalize_answer(t) for t in targets)
 
 
 def _targets(item: ScoredItem, path: str) -> list[str]:
@@ -208,6 +204,89 @@ class WorstCase(Metric):
         return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
 
 
+def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> dict[str, Any]:
+    """count, the ratio of summed counts (x100) and its interval, clustered by group."""
+    num = [v[0] for v in per_group.values()]
+    den = [v[1] for v in per_group.values()]
+    total = sum(den)
+    return {"groups": len(per_group), column: 100 * sum(num) / total if total else None,
+            **_interval(num, den, params)}
+
+
+class Accuracy(Metric):
+    name = "general.accuracy"
+    uses_embedder = False
+
+    def score(self, params: AccuracyParams, data: MetricInput) -> MetricResult:
+        rows = []
+        for key, part in split_by(data.items, params.by).items():
+            per_group: dict[str, list[float]] = {}
+            for item in part:
+                targets = _targets(item, params.target)
+                counts = per_group.setdefault(item.group_id, [0.0, 0.0])
+                for response in item.responses:
+                    counts[0] += is_correct(response, targets, params.correct)
+                    counts[1] += 1
+            row = {**dict(zip(params.by, key)), "items": len(part), **_ratio_row(per_group, params, "accuracy")}
+            rows.append(row)
+        columns = [*params.by, "items", "groups", "accuracy", "ci_low", "ci_high"]
+        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+
+
+class _Relations:
+    """Whether a (reference answer, variant answer) pair holds a relation."""
+
+    def __init__(self, params: ConsistencyParams, data: MetricInput) -> None:
+        self.params = params
+        self.matcher = _Matcher(params.match, params.threshold, data, [r for i in data.items for r in i.responses])
+
+    def relation_of(self, item: ScoredItem) -> str:
+        return self.params.relations.get(str(item.attrs.get(self.params.over)), self.params.relation)
+
+    def holds(self, relation: str, ref: ScoredItem, a: str, item: ScoredItem, b: str) -> bool:
+        if relation == "same":
+            return self.matcher.agree(a, b)
+        if relation == "opposite":
+            x, y = yes_no(a, "anywhere"), yes_no(b, "anywhere")
+            return x is not None and y is not None and x != y
+        assert self.params.target is not None  # the schema requires it for "expected"
+        right = self.params.correct
+        return (is_correct(a, _targets(ref, self.params.target), right)
+                and is_correct(b, _targets(item, self.params.target), right))
+
+
+class Consistency(Metric):
+    name = "general.consistency"
+
+    def needs_embedder(self, params: ConsistencyParams) -> bool:
+        return params.match == "embedding" and "same" in (params.relation, *params.relations.values())
+
+    def score(self, params: ConsistencyParams, data: MetricInput) -> MetricResult:
+        anchored = anchored_groups(data.items, params.over, params.reference)
+        relations = _Relations(params, data)
+        # every pair: (group, perturbed item id, relation, holds)
+        pairs = [(ref.group_id, item.item_id, relations.relation_of(item),
+                  relations.holds(relations.relation_of(item), ref, a, item, b))
+                 for ref, others in anchored for item in others for a, b in zip(ref.responses, item.responses)]
+        perturbed = [i for _, others in anchored for i in others]
+        rows = []
+        for key, ids in _in_split(perturbed, params.by):
+            for relation in sorted({p[2] for p in pairs if p[1] in ids}):
+                per_group: dict[str, list[float]] = {}
+                for group, _, _, held in (p for p in pairs if p[1] in ids and p[2] == relation):
+                    counts = per_group.setdefault(group, [0.0, 0.0])
+                    counts[0] += held
+                    counts[1] += 1
+                rows.append({**dict(zip(params.by, key)), "relation": relation,
+                             "pairs": int(sum(v[1] for v in per_group.values())),
+                             **_ratio_row(per_group, params, "holds")})
+        columns = [*params.by, "relation", "pairs", "groups", "holds", "ci_low", "ci_high"]
+        notes = [_note(params, data), f"Pairs: each item against the item with {params.over} = "
+                                      f"{params.reference!r} of its record ({len(anchored)} records have one); "
+                                      "opposite: one answer reads yes and the other no."]
+        return MetricResult(self.name, columns, rows, notes=notes)
+
+
 def _note(params: Any, data: MetricInput) -> str:
     parts = []
     match = getattr(params, "match", None)
@@ -216,7 +295,7 @@ def _note(params: Any, data: MetricInput) -> str:
     elif match is not None and getattr(params, "flip", "answer") == "answer":
         parts.append(f"agreement: {match} match")
     if getattr(params, "target", None):
-        parts.append(f"correctness: {params.correct} match with {params.target!r}")
+        parts.append(correctness_note(params.correct, params.target))
     if params.bootstrap:
         parts.append(f"{int(100 * params.confidence)}% percentile bootstrap over groups, "
                      f"{params.bootstrap} resamples, seed {params.seed}")
@@ -226,3 +305,5 @@ def _note(params: Any, data: MetricInput) -> str:
 METRICS.register(Agreement.name, Agreement())
 METRICS.register(FlipRate.name, FlipRate())
 METRICS.register(WorstCase.name, WorstCase())
+METRICS.register(Accuracy.name, Accuracy())
+METRICS.register(Consistency.name, Consistency())
