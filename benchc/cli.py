@@ -11,10 +11,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
+
+if TYPE_CHECKING:
+    from .reference import ParamRow
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Compile, run, score and report consistency benchmarks of multimodal models.")
@@ -44,15 +47,33 @@ def _say(text: str) -> None:
     typer.echo(text, err=True)
 
 
+SPEC_ONLY = ("spec only: data not loaded; `--data` also loads the source and checks the record "
+             "fields and data paths")
+
+
 @app.command()
-def validate(spec: SpecArg, set_: SetOpt = None) -> None:
-    """Check a spec and report every problem in it at once."""
+def validate(spec: SpecArg, set_: SetOpt = None,
+             data: Annotated[bool, typer.Option("--data", help="also load the source (no ops run, nothing "
+                                                               "written) and check the record fields, "
+                                                               "media and data paths the spec names")] = False,
+             data_root: RootOpt = None) -> None:
+    """Check a spec and report every problem in it at once (with --data, against its data too)."""
     from . import api
 
-    resolved = api.validate(spec, set_)
+    if data:
+        resolved, found = api.validate_data(spec, set_, data_roots=data_root)
+    else:
+        resolved, found = api.validate(spec, set_), None
     s = resolved.loaded.spec
     typer.echo(f"ok: {spec} ({s.benchmark.name} {s.benchmark.version}): source {s.source.loader}, "
                f"{len(s.node)} node(s), {len(s.stage)} stage(s), {len(s.metric)} metric(s)")
+    if found is None:
+        typer.echo(SPEC_ONLY)
+        return
+    skipped = f", {found.skipped} malformed row(s) skipped" if found.skipped else ""
+    typer.echo(f"data: {found.records} record(s) loaded{skipped}; the first {found.checked} checked "
+               f"({found.kept} pass the filters): every record field, media and data path the spec "
+               "names is there")
 
 
 @app.command("compile")
@@ -222,22 +243,80 @@ def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default
 
 @app.command()
 def ops() -> None:
-    """List the registered ops with their parameters and defaults."""
+    """List the registered ops with their parameters: allowed values, defaults and meanings."""
     from .compiler.ops import OPS
+    from .reference import param_rows
 
     for name, op in OPS.items():
         typer.echo(f"{name} v{op.version}  ({op.input_kind or 'record'} -> {op.output_kind})  {op.describe()}")
-        for pname, field in op.Params.model_fields.items():
-            default = "required" if field.is_required() else repr(field.get_default(call_default_factory=True))
-            typer.echo(f"    {pname}: {_type_name(field.annotation)} = {default}")
+        _echo_params(param_rows(op.Params))
 
 
-def _type_name(annotation: object) -> str:
-    from typing import Literal, get_args, get_origin
+@app.command()
+def sources() -> None:
+    """List the source loaders with their parameters and the fields and media of their records."""
+    from .compiler.sources import SOURCES
+    from .reference import first_line, param_rows
 
-    if get_origin(annotation) is Literal:
-        return "one of " + "|".join(str(a) for a in get_args(annotation))
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+    for name, loader in SOURCES.items():
+        typer.echo(f"{name} v{loader.version}  {first_line(loader.__doc__)}")
+        _echo_params(param_rows(loader.Params))
+        typer.echo(f"    record id: {loader.record_id or '?'}")
+        for title, entries in (("record fields", loader.record_fields), ("record media", loader.record_media)):
+            typer.echo(f"    {title}:" if entries else f"    {title}: none")
+            for entry, meaning in entries.items():
+                typer.echo(f"      {entry}: {meaning}")
+
+
+@app.command()
+def metrics() -> None:
+    """List the metrics with their parameters (and the parameters every metric takes)."""
+    from .compiler.metrics import METRIC_SCHEMAS, MetricParams
+    from .reference import first_line, param_rows
+
+    typer.echo("every metric:")
+    _echo_params(param_rows(MetricParams))
+    for name, schema in METRIC_SCHEMAS.items():
+        typer.echo(f"{name}  {first_line(schema.__doc__)}")
+        _echo_params(param_rows(schema, skip=tuple(MetricParams.model_fields)))
+
+
+@app.command()
+def backends() -> None:
+    """List the model backends (NAME:TARGET,option=value,...) with their tasks and options."""
+    from .reference import backend_entries, backend_usage
+
+    for entry in backend_entries():
+        doc = entry.doc
+        typer.echo(f"{entry.name}  ({', '.join(entry.tasks)})  {doc.summary}")
+        typer.echo(f"    written: {backend_usage(entry).replace('`', '')}")
+        typer.echo("    options:" if doc.options else "    options: none")
+        for option, meaning in doc.options.items():
+            typer.echo(f"      {option}: {meaning}")
+
+
+@app.command()
+def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jsonl or .parquet table, or a folder of images")],
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="spec file to write (default: next to the data, named after it: qa.csv -> qa.toml)")] = None,
+        kind: Annotated[str | None, typer.Option("--kind", help="text (paraphrase the question) or image (rotate the image); default: text for a table, image for a folder")] = None,
+        id_column: Annotated[str | None, typer.Option("--id", help="column of unique record ids (default: id, qid or question_id)")] = None,
+        question: Annotated[str | None, typer.Option("--question", help="column to ask (default: question, prompt, text or input)")] = None,
+        answer: Annotated[str | None, typer.Option("--answer", help="column of right answers (default: answer, label or target)")] = None,
+        image: Annotated[str | None, typer.Option("--image", help="column of image files (default: image, image_path, image_file, image_name or img)")] = None) -> None:
+    """Write a first, working consistency spec for your own data: a paraphrase test of a table's
+    questions, or a rotation test of its images (or of a folder of images). Never overwrites a file."""
+    from .scaffold import default_out, scaffold
+
+    path = scaffold(data, out or default_out(data), kind=kind, id_column=id_column, question_column=question,
+                    answer_column=answer, image_column=image)
+    typer.echo(f"wrote {path}")
+    typer.echo(f"next: benchc validate {path} --data, then benchc eval {path} -o out --model MODEL")
+
+
+def _echo_params(rows: list[ParamRow]) -> None:
+    for row in rows:
+        for line in row.lines():
+            typer.echo(f"    {line}")
 
 
 def _offline_environment() -> None:
@@ -276,9 +355,23 @@ def main(argv: list[str] | None = None) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say(INTERRUPTED)
         return 130
-    except click.ClickException as exc:
+    except USAGE_ERRORS as exc:
         exc.show()
-        return exc.exit_code
+        return 2 if exc.exit_code in (1, 2) else exc.exit_code
+
+
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """Click's usage errors and typer's own: typer >= 0.20 raises from a vendored copy of click
+    (``typer._click``), whose ClickException is not click's, so catching click's alone lets an
+    unknown command or a missing argument end in a traceback. A private module, hence guarded."""
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+    except ImportError:
+        return (click.ClickException,)
+    return (click.ClickException, TyperClickException)
+
+
+USAGE_ERRORS = _usage_errors()
 
 
 if __name__ == "__main__":
