@@ -264,16 +264,18 @@ class WorstCaseParams(MetricParams, Bootstrap):
 
 
 class AccuracyParams(MetricParams, Bootstrap):
-    """Share of correct answers, with a bootstrap interval clustered by source record; one row
-    per value of `by` (e.g. by = ["perturbation"] for one row per variant kind)."""
+    """Share of correct answers, with a bootstrap interval clustered by source record.
+
+    One row per value of `by` (e.g. by = ["perturbation"] for one row per variant kind)."""
 
     target: str = Field(description=TARGET)
     correct: Correct = Field("normalized", description=CORRECT)
 
 
 class ConsistencyParams(MetricParams, Bootstrap):
-    """Rate of (reference, variant) answer pairs that hold the relation expected between them,
-    one row per relation (and `by` value), with a bootstrap interval clustered by source record."""
+    """Share of (reference, variant) answer pairs that hold the relation expected between them.
+
+    One row per relation (and `by` value), with a bootstrap interval clustered by source record."""
 
     over: str = Field("perturbation", description="attribute that names the perturbation of an item")
     reference: str = Field("original", description="value of `over` that marks each record's reference item")

@@ -82,12 +82,12 @@ def test_every_format_carries_the_scores_and_the_footer(image_run: Run, tmp_path
     # the footer: spec and version, manifest digest, each backend's fingerprint digest, benchc version
     texts = [(p.name, p.read_text()) for p in tables.iterdir()] + [("report.md", result.markdown.read_text())]
     for name, text in texts:
-        assert f"mm-r3/context-reasoning 1.0.0 · manifest {digest}" in text, name
+        assert f"mm-r3/context-reasoning 2.0.0 · manifest {digest}" in text, name
         assert "backends answer=hf@" in text and "benchc 0.1.0" in text, name
     for png in folder.glob("plots/*.png"):
         description = Image.open(png).info["Description"]
         assert digest[:16] in description and "answer=hf@" in description
-        assert "mm-r3/context-reasoning 1.0.0" in png.with_suffix(".svg").read_text()
+        assert "mm-r3/context-reasoning 2.0.0" in png.with_suffix(".svg").read_text()
     assert {"plots/mmr3.all.bar.png", "plots/mmr3.all.bar.svg",
             "plots/mmr3.all.by-color.breakdown.svg"} <= set(result.files)
     # the breakdown: the run re-scored per masking colour (MM-R3 Table 9)
@@ -102,7 +102,7 @@ def test_every_format_carries_the_scores_and_the_footer(image_run: Run, tmp_path
     assert not re.search(r"(?:src|href|url)\(?=?[\"']?(?:https?:)?//", html)
     media = {json.loads(m)[0]["sha256"] for m in items["media"]}
     assert {p.name.split(".")[0] for p in (folder / "media").iterdir()} == media
-    assert f"mm-r3/context-reasoning 1.0.0 · manifest {digest} · backends answer=hf@" in html
+    assert f"mm-r3/context-reasoning 2.0.0 · manifest {digest} · backends answer=hf@" in html
     assert record["backends"]["answer"]["backend"] == "hf"
 
 
@@ -185,7 +185,7 @@ def test_the_report_commands(image_run: Run, tmp_path: Path, capsys: pytest.Capt
     shutil.copytree(image_run.run_dir, tmp_path / "run")
     assert main(["report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# mm-r3/context-reasoning 1.0.0") and "report/index.html" in out
+    assert out.startswith("# mm-r3/context-reasoning 2.0.0") and "report/index.html" in out
     assert (tmp_path / "run" / "report" / "tables" / "mmr3.all.tex").is_file()
     code = main(["report-html", str(tmp_path / "run"), "-o", str(tmp_path / "html"), "--cache", str(image_run.cache),
                  "--store", str(image_run.store), "--by", "lines", "--max-groups", "1"])

@@ -200,6 +200,9 @@ class MMR3All(Metric):
         assert data.embedder is not None
         notes = [f"Similarities: {data.embedder.fingerprint['embedder']} (MM-R3's follow-up code uses "
                  "sentence-transformers/all-MiniLM-L6-v2)."]
+        notes.append("Acc: the ground truth as a SUBSTRING of the answer (MM-R3's rule; lenient: 'no' is "
+                     "inside 'not')." if params.correctness == "substring" else
+                     f"Acc: fuzzy token-set ratio >= {params.fuzzy_threshold} (the follow-up code's soft rule).")
         if params.cleanup != "none":
             notes.append(f"Response clean-up: {params.cleanup}.")
         if params.setting == "sampling":
