@@ -304,12 +304,20 @@ class BackendEntry:
     doc: BackendDoc
 
 
-def backend_entries() -> list[BackendEntry]:
+def backend_entries(builtin_only: bool = False) -> list[BackendEntry]:
     from .runtime.backends import BACKENDS
 
     unknown = BackendDoc("?", "", {})
     return [BackendEntry(name, sorted(cls.tasks), BACKEND_DOCS.get(name, unknown))
-            for name, cls in BACKENDS.items()]
+            for name, cls in BACKENDS.items() if not builtin_only or is_builtin(cls)]
+
+
+def is_builtin(entry: Any) -> bool:
+    """Whether a registry entry ships with benchc. The committed reference lists only these, so
+    it does not depend on which plugins (or test doubles) happen to be registered in the process
+    that renders it; `benchc backends` and friends still list everything registered."""
+    module = getattr(entry, "__module__", "") or ""
+    return module == "benchc" or module.startswith("benchc.")
 
 
 def backend_usage(entry: BackendEntry) -> str:
@@ -340,23 +348,27 @@ def render() -> str:
     from .compiler.sources import SOURCES
 
     out = [HEADER, "## Source loaders", ""]
-    for name, loader in SOURCES.items():
+    for name, loader in _builtin(SOURCES).items():
         out += [f"### `{name}` (v{loader.version})", "", first_line(loader.__doc__), ""]
         out += params_table(loader.Params) + record_table(loader)
     out += ["## Ops", ""]
-    for name, op in OPS.items():
+    for name, op in _builtin(OPS).items():
         kinds = f"{op.input_kind or 'record'} -> {op.output_kind}"
         out += [f"### `{name}` (v{op.version}, {kinds})", "", op.describe(), ""]
         out += params_table(op.Params)
     out += ["## Metrics", "", "Every metric takes the common parameters:", ""]
     out += params_table(MetricParams)
-    for name, schema in METRIC_SCHEMAS.items():
+    for name, schema in _builtin(METRIC_SCHEMAS).items():
         out += [f"### `{name}`", "", first_line(schema.__doc__), ""]
         out += params_table(schema, skip=tuple(MetricParams.model_fields))
     out += ["## Backends", ""]
-    for entry in backend_entries():
+    for entry in backend_entries(builtin_only=True):
         out += backend_section(entry)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _builtin(registry: dict[str, Any]) -> dict[str, Any]:
+    return {name: entry for name, entry in registry.items() if is_builtin(entry)}
 
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
