@@ -6,7 +6,9 @@ go to whichever actor is free, and the answers come back to the driver, the only
 response store. The driver commits each batch the moment it finishes, as the local executor
 does, so the semantics are the same: a kill loses only the batches in flight, a rerun asks only
 for what is missing, and Ctrl-C cancels the queued batches, lets the running ones finish and
-commits them. Both executors store the same answers under the same keys.
+commits them. Both executors store the same answers under the same keys, the answers of a batch
+in which some requests failed (``BatchFailures`` travels back from the actor as itself), and
+claim each batch in the store before it is handed out (``executor.Ledger``).
 
 Media travel by path, not by value: actors read item media from the compile cache and earlier
 stages' audio from the store's blob folder, at the driver's absolute paths, and start in the
@@ -40,7 +42,8 @@ from benchc.compiler.errors import BenchcError, Problem, RunError
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
-from .executor import Advance, MediaSource, _commit
+from .backends.base import BatchFailures
+from .executor import Advance, Ledger, MediaSource
 from .store import ResponseStore
 
 RESUME_HINT = "batches that finished are saved in the store; rerun the same command to resume"
@@ -107,8 +110,8 @@ class BackendActor:
         return self.backend.run_batch(batch, self.media)
 
 
-def execute_ray(backend: Backend, batches: list[list[Request]], store: ResponseStore, media: MediaSource,
-                workers: int, advance: Advance, address: str | None) -> None:
+def execute_ray(backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource,
+                workers: int, address: str | None) -> None:
     """Answer ``batches`` on ``workers`` actors of one backend each; commit each as it finishes."""
     ray = import_ray()
     gpu = uses_cuda(backend)
@@ -117,7 +120,7 @@ def execute_ray(backend: Backend, batches: list[list[Request]], store: ResponseS
         actors = _start_actors(ray, backend, media, min(workers, len(batches)), gpu)
         try:
             _check_actors(ray, actors, backend, batches[0])
-            _dispatch(ray, actors, batches, store, backend.name, advance)
+            _dispatch(ray, actors, batches, ledger.store, backend.name, ledger.advance, ledger)
         finally:
             for actor in actors:
                 ray.kill(actor)
@@ -187,15 +190,19 @@ def _check_actors(ray: Any, actors: list[Any], backend: Backend, first: list[Req
 
 
 def _dispatch(ray: Any, actors: list[Any], batches: list[list[Request]], store: ResponseStore, name: str,
-              advance: Advance) -> None:
-    """Keep every actor busy; commit each batch as it finishes, and on any exit salvage the rest."""
+              advance: Advance, ledger: Ledger | None = None) -> None:
+    """Keep every actor busy; commit each batch as it finishes, and on any exit salvage the rest.
+    A batch is claimed (``ledger.claim``) when it is handed out; none is after a backend stopped."""
+    ledger = ledger or Ledger(store, name, advance)
     queue = deque(batches)
     pending: dict[Any, tuple[Any, list[Request]]] = {}
 
     def submit(actor: Any) -> None:
-        if queue:
-            batch = queue.popleft()
-            pending[actor.run_batch.remote(batch)] = (actor, batch)
+        while queue and not ledger.stopped:
+            batch = ledger.claim(queue.popleft())
+            if batch:
+                pending[actor.run_batch.remote(batch)] = (actor, batch)
+                return
 
     for _ in range(QUEUED_PER_ACTOR):
         for actor in actors:
@@ -204,26 +211,33 @@ def _dispatch(ray: Any, actors: list[Any], batches: list[list[Request]], store: 
         while pending:
             [ref], _ = ray.wait(list(pending), num_returns=1)
             actor, batch = pending.pop(ref)
-            _commit(store, name, batch, _result(ray, ref))
-            advance(len(batch))
+            try:
+                result: list[Response] | BatchFailures = _result(ray, ref)
+            except BatchFailures as failed:
+                result = failed
+            ledger.commit(batch, result)
             submit(actor)
     except BaseException:
-        _salvage(ray, pending, store, name)
+        _salvage(ray, pending, ledger)
         raise
 
 
-def _salvage(ray: Any, pending: dict[Any, tuple[Any, list[Request]]], store: ResponseStore, name: str) -> None:
+def _salvage(ray: Any, pending: dict[Any, tuple[Any, list[Request]]], ledger: Ledger) -> None:
     """After Ctrl-C or a failure: cancel the queued batches (Ray lets a running actor task
-    finish), wait for the running ones and commit those that succeeded, as the local pool's
-    ``shutdown(cancel_futures=True)`` does."""
+    finish), wait for the running ones and commit those that succeeded, wholly or in part, as the
+    local pool's ``shutdown(cancel_futures=True)`` does."""
     for ref in pending:
         ray.cancel(ref)
     for ref, (_, batch) in pending.items():
         try:
-            answers = ray.get(ref)
-        except ray.exceptions.RayError:  # cancelled, or failed: it stays missing and a rerun asks for it
+            answers: list[Response] | BatchFailures = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            if not isinstance(getattr(exc, "cause", None), BatchFailures):
+                continue  # failed: it stays missing and a rerun asks for it
+            answers = exc.cause
+        except ray.exceptions.RayError:  # cancelled, or the actor died
             continue
-        _commit(store, name, batch, answers)
+        ledger.commit(batch, answers)
 
 
 def _result(ray: Any, ref: Any) -> Any:

@@ -174,14 +174,16 @@ def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, 
     requests = build_requests(stage, spec, items, backend.fingerprint(), previous, options.text_only)
     unique = {r.key: r for r in requests.values()}
     missing = store.missing(unique)
-    execute(backend, [unique[k] for k in missing], store, media, options.workers,
-            f"{stage.id} ({backend.spec})", options.progress, options.executor)
+    # `ran`: what this run asked; another run on the same store may answer some of `missing`
+    # meanwhile (the executor waits for those rather than asking twice): they count as cached.
+    ran = execute(backend, [unique[k] for k in missing], store, media, options.workers,
+                  f"{stage.id} ({backend.spec})", options.progress, options.executor)
     stored = store.get_many(unique)
     lost = [k for k in unique if k not in stored]
     if lost:
         raise BenchcError(Problem(f"stage {stage.id!r}: {len(lost)} responses missing after the run"))
     answers = {pair: stored[r.key] for pair, r in requests.items()}
-    outcome = StageOutcome(stage.id, str(backend.spec), len(unique), len(unique) - len(missing), len(missing))
+    outcome = StageOutcome(stage.id, str(backend.spec), len(unique), len(unique) - ran, ran)
     return outcome, answers
 
 

@@ -5,11 +5,28 @@ a run that is killed loses at most the batch in flight, and a rerun asks only fo
 The key is the request's digest (backend fingerprint, task, generation settings, rendered
 prompt, media hashes, sample index): a changed setting can never be served a stale answer.
 Binary outputs (speech) live in a content-addressed folder beside the database.
+
+Claims: several runs may share a store (two ``benchc run``s, a run and a compile's model steps).
+So that they never ask a model the same request at the same time, a run claims a request's key in
+the ``claims`` table before sending it (``Claims.take``, one transaction per batch, which also
+drops keys answered meanwhile) and a claim by another live run is left to it: the run waits for
+that answer instead (``Claims.settle`` polls). A claim is a lease: it lapses ``lease`` seconds
+after its owner last renewed it (a thread renews all of a run's claims every ``lease / 4``), and
+at once when its owner is a process of this machine that no longer exists (a killed run), so a
+dead run's claims never block the next one for long. A claim on an answered key means nothing
+(the answer is looked for first); a run drops the claims of what it stored at its next ``take``,
+those of requests it failed at once, and all that remain when it ends.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import sqlite3
+import threading
+import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +35,12 @@ from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import Problem, RunError
 
 STORE_SCHEMA_VERSION = 1
+CLAIM_LEASE = 60.0
+"""Seconds a claim lives without renewal (a run on another machine that died holds its requests
+this long at most; one on this machine, not at all)."""
+HOST = socket.gethostname()
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,8 @@ class ResponseStore:
             " kind TEXT NOT NULL, text TEXT, blob TEXT)"
         )
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+                        " expires REAL NOT NULL)")
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(STORE_SCHEMA_VERSION),))
         self.db.commit()
 
@@ -88,6 +113,10 @@ class ResponseStore:
         except (OSError, sqlite3.Error) as exc:  # a full disk, a lock held past the timeout
             raise self._failed("write to", exc) from None
 
+    def claims(self, lease: float = CLAIM_LEASE) -> Claims:
+        """A new claimant on this store (one per run; see the module docstring)."""
+        return Claims(self, lease)
+
     def blob(self, sha256: str) -> bytes:
         return self.blobs.get(sha256)
 
@@ -96,3 +125,131 @@ class ResponseStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _owner_alive(owner: str) -> bool:
+    """False only when ``owner`` ("host:pid:token") is a process of this machine that is gone."""
+    try:
+        host, pid_text, _ = owner.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return True
+    if host != HOST:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, or no permission to ask: alive
+        return True
+    return True
+
+
+class Claims:
+    """One run's claims on request keys in a store. ``take`` before sending a batch, ``settle`` to
+    follow the requests another run holds, ``release`` for keys it will not answer, ``close``
+    at the end (drops what it still holds). Not for use from several threads."""
+
+    def __init__(self, store: ResponseStore, lease: float = CLAIM_LEASE) -> None:
+        self.store = store
+        self.lease = lease
+        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    def take(self, keys: list[str], stored: Iterable[str] = ()) -> tuple[list[str], list[str], list[str]]:
+        """Claims those of ``keys`` that are neither answered nor held by another live run, in one
+        transaction (which also drops this run's claims on the keys it has ``stored`` since);
+        returns (claimed, already answered, held elsewhere)."""
+        db, now = self.store.db, time.time()
+        try:
+            db.execute("BEGIN IMMEDIATE")  # one claimant at a time: no two runs claim one key
+            try:
+                db.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in stored])
+                answered = self._answered(keys)
+                held = {k: (o, e) for k, o, e in _select(db, "SELECT key, owner, expires FROM claims", keys)}
+                mine, elsewhere = [], []
+                for key in keys:
+                    if key in answered:
+                        continue
+                    claim = held.get(key)
+                    if claim and claim[0] != self.owner and self._live(*claim, now):
+                        elsewhere.append(key)
+                    else:
+                        mine.append(key)
+                db.executemany("INSERT OR REPLACE INTO claims (key, owner, expires) VALUES (?,?,?)",
+                               [(k, self.owner, now + self.lease) for k in mine])
+                db.commit()
+            except BaseException:
+                db.rollback()
+                raise
+        except sqlite3.Error as exc:
+            raise self.store._failed("write to", exc) from None
+        if mine and self._renewer is None:
+            self._renewer = threading.Thread(target=self._renew, name="benchc-claims", daemon=True)
+            self._renewer.start()
+        return mine, [k for k in keys if k in answered], elsewhere
+
+    def settle(self, keys: list[str]) -> tuple[list[str], list[str]]:
+        """Of ``keys`` (held elsewhere when last seen): those now answered, and those no live run
+        holds any more (its owner died, or released it unanswered), which may be taken."""
+        now = time.time()
+        try:
+            answered = self._answered(keys)
+            held = {k: (o, e) for k, o, e in _select(self.store.db, "SELECT key, owner, expires FROM claims", keys)}
+        except sqlite3.Error as exc:
+            raise self.store._failed("read", exc) from None
+        free = [k for k in keys if k not in answered and not (k in held and self._live(*held[k], now))]
+        return [k for k in keys if k in answered], free
+
+    def release(self, keys: Iterable[str]) -> None:
+        """Drops this run's claims on ``keys`` (requests it failed or will not send)."""
+        rows = [(k, self.owner) for k in keys]
+        if rows:
+            try:
+                with self.store.db:
+                    self.store.db.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", rows)
+            except sqlite3.Error as exc:
+                raise self.store._failed("write to", exc) from None
+
+    def close(self) -> None:
+        """Stops renewing and drops every claim this run still holds."""
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+            try:
+                with self.store.db:
+                    self.store.db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+            except sqlite3.Error as exc:  # they lapse on their own
+                log.warning("could not release this run's claims in the response store: %s", exc)
+
+    def _live(self, owner: str, expires: float, now: float) -> bool:
+        return expires > now and _owner_alive(owner)
+
+    def _answered(self, keys: list[str]) -> set[str]:
+        return {k for (k,) in _select(self.store.db, "SELECT key FROM responses", keys)}
+
+    def _renew(self) -> None:
+        """Extends this run's claims every lease / 4 seconds, on a connection of its own."""
+        db = None
+        try:
+            while not self._stop.wait(self.lease / 4):
+                try:
+                    db = db or sqlite3.connect(self.store.root / "responses.sqlite", timeout=self.lease / 4)
+                    with db:
+                        db.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                                   (time.time() + self.lease, self.owner))
+                except sqlite3.Error as exc:  # a busy store: the next round tries again
+                    log.debug("renewing claims failed: %s", exc)
+        finally:
+            if db is not None:
+                db.close()
+
+
+def _select(db: sqlite3.Connection, query: str, keys: list[str]) -> list[tuple]:
+    """``query`` + ``WHERE key IN (keys)``, in chunks under SQLite's parameter limit."""
+    rows: list[tuple] = []
+    for start in range(0, len(keys), 900):
+        chunk = keys[start : start + 900]
+        rows += db.execute(f"{query} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return rows

@@ -406,7 +406,7 @@ def test_a_dropped_connection_is_retried(server: FakeServer, key_env: None) -> N
 ])
 def test_malformed_answers_fail_clearly(server: FakeServer, key_env: None, body: bytes, fragment: str) -> None:
     server.plan = [("raw", body)]
-    oa = backend(server)
+    oa = backend(server, "max_retries=0")  # a cut body is retried otherwise
     with pytest.raises(BackendError, match=fragment) as caught:
         oa.run_batch(requests(3, "question"), no_media)
     assert "sample 0 (prompt 'question " in str(caught.value)  # names the request

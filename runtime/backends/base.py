@@ -4,13 +4,20 @@ A backend is named in a spec or on the command line as ``NAME`` or ``NAME:OPTION
 ``espeak:voice=en-us,speed=160`` or ``hf:/models/llava-1.5-7b``. Its ``fingerprint`` covers
 everything that shapes its answers (weights digest, processor config, engine version, options,
 generation settings) and enters every request key.
+
+A backend that answers the requests of a batch one by one (``openai``) can fail some and answer
+the others: ``run_batch`` then raises ``BatchFailures``, which carries the answers it got (the
+executor stores them) and a ``RequestFailure`` for each request it could not answer (the executor
+counts them by ``kind`` and ends the run with one message). Any other exception fails the whole
+batch.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -37,6 +44,57 @@ class Response:
     kind: str  # "text" | "audio"
     text: str | None = None
     data: bytes | None = None
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """Why a backend could not answer one request. Picklable: it crosses worker processes and Ray."""
+
+    kind: str
+    """The class it is counted under: ``HTTP 500``, ``timeout``, ``truncated body``, ..."""
+    message: str
+    """One line naming the request; never a secret."""
+    hint: str | None = None
+
+
+def _by_count(failures: list[RequestFailure]) -> list[tuple[str, int]]:
+    counts = Counter(f.kind for f in failures)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def count_kinds(failures: Iterable[RequestFailure]) -> str:
+    """``"3 x HTTP 500, 2 x timeout"``: most frequent first, then by name."""
+    return ", ".join(f"{n} x {kind}" for kind, n in _by_count(list(failures)))
+
+
+def first_of_each_kind(failures: Iterable[RequestFailure]) -> list[RequestFailure]:
+    """One example of each kind, in ``count_kinds``'s order."""
+    failures = list(failures)
+    seen: dict[str, RequestFailure] = {}
+    for failure in failures:
+        seen.setdefault(failure.kind, failure)
+    return [seen[kind] for kind, _ in _by_count(failures)]
+
+
+class BatchFailures(BackendError):
+    """Raised by ``run_batch`` when some of its requests failed. ``answers[i]`` is the i-th
+    request's answer, or None; ``failures`` maps the index of each failed request to why; an index
+    in neither was not sent. ``stopped``: the backend gave up on the rest of its batch (a refused
+    key, a server that answers nothing), and the executor should send no further batches."""
+
+    def __init__(self, answers: list[Response | None], failures: dict[int, RequestFailure],
+                 stopped: bool = False) -> None:
+        self.answers = list(answers)
+        self.failures = dict(failures)
+        self.stopped = stopped
+        answered = sum(a is not None for a in self.answers)
+        summary = Problem(f"{len(self.failures)} of {len(self.answers)} requests failed "
+                          f"({count_kinds(self.failures.values())}); {answered} answered")
+        super().__init__([summary, *(Problem(f.message, hint=f.hint)
+                                     for f in first_of_each_kind(self.failures.values()))])
+
+    def __reduce__(self) -> tuple[Any, ...]:  # the default would call __init__ with the message
+        return (type(self), (self.answers, self.failures, self.stopped))
 
 
 MediaLoader = Callable[[str, str], bytes]
@@ -97,6 +155,11 @@ class Backend(ABC):
         default keeps the manifest's; a backend that pads a batch to its longest request puts
         requests of like length together (``hf``, see ``hf_batching``)."""
         return requests
+
+    def failure_hint(self, failures: list[RequestFailure], answered: int) -> str | None:
+        """A hint for a run whose requests failed like this while ``answered`` others succeeded
+        (e.g. "is the server up?" when nothing got through); None: nothing to add."""
+        return None
 
     def prepare(self) -> None:
         """Load what answering needs (weights), so that a broken model fails before the first

@@ -64,15 +64,23 @@ in the fingerprint.
 
 **Concurrency, retries, rate.** ``run_batch`` answers its requests from ``concurrency`` worker
 threads over one shared HTTP client (daemon threads, so a Ctrl-C ends the run at once rather
-than after the requests in flight). 429, 408, 409, 5xx, timeouts and dropped
-connections are retried up to ``max_retries`` times with exponential backoff (1 s, 2 s, 4 s, ...
-capped at 60 s, each halved and topped up with jitter from a seeded RNG). A ``Retry-After`` (or
-``retry-after-ms``) header is honoured exactly (capped at 300 s) and pauses every thread, not only
-the one that got it. The ``rate`` limiter spaces request starts at least ``1/rate`` apart (no
-bursts). Other statuses fail at once (400: a parameter or input the server refuses; 401/403: the
-key; 404: the model or base_url), as does a malformed answer (a body that is not JSON, no
-``choices``, no ``message``). One failed request fails its batch: the batches before it are in
-the store, and a rerun resumes.
+than after the requests in flight). 429, 408, 409, 5xx, timeouts, dropped connections and a 200
+whose body is cut short or not JSON are retried up to ``max_retries`` times with exponential
+backoff (1 s, 2 s, 4 s, ... capped at 60 s, each halved and topped up with jitter from a seeded
+RNG). A ``Retry-After`` (or ``retry-after-ms``) header is honoured exactly (capped at 300 s) and
+pauses every thread, not only the one that got it. The ``rate`` limiter spaces request starts at
+least ``1/rate`` apart (no bursts). Other statuses fail at once (400: a parameter or input the
+server refuses; 401/403: the key; 404: the model or base_url), as does a malformed answer (JSON
+without ``choices`` or ``message``).
+
+**Failures keep the answers.** A request that fails (retries spent, a refused status, a malformed
+answer) fails alone: the batch goes on, and ``run_batch`` raises ``BatchFailures`` with every
+answer it got, which the executor stores, and why each other request failed (its class: ``HTTP
+500``, ``timeout``, ``truncated body``, ...); the run ends with one message counting them, and a
+rerun asks only what is missing. The batch stops early (no further request starts, and the
+executor sends no further batches) on 401/403/404, which no other request would escape, and when
+``max(3, concurrency)`` requests in a row failed with no answer between them (a server that is
+down, or refuses every request: a parameter it does not know).
 
 **Empty answers.** A choice with ``finish_reason = "content_filter"``, a ``refusal`` or no text is
 recorded as an empty answer (``""``), not an error: refusing is the model's behaviour under test,
@@ -82,7 +90,8 @@ the reason (the response store has no field for such a flag).
 **The key** is read from the environment when the backend is built and only ever placed in the
 ``Authorization`` header. It is not in the fingerprint, the store, the run folder or any message:
 every message built from a server's reply or an HTTP error passes through a filter that blanks
-the key, in case a server echoes it back.
+the key, in case a server echoes it back. An answer that contains the key (one of 8 characters or
+more) is refused: not stored, and counted as a failure ("the server echoed the API key").
 
 Built on the official ``openai`` package (``OpenAI`` client, ``with_raw_response``), wrapped
 narrowly: the package builds the HTTP requests (URL, headers, timeouts, connection pool) and
@@ -113,7 +122,7 @@ from benchc.compiler.canonical import digest
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.registry import did_you_mean
 
-from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, Backend, BackendSpec, BatchFailures, MediaLoader, Request, RequestFailure, Response
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +135,11 @@ BACKOFF_MAX = 60.0
 RETRY_AFTER_MAX = 300.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 NO_MODELS_ENDPOINT = frozenset({403, 404, 405, 501})
+STOP_STATUSES = frozenset({401, 403, 404})
+"""Refusals no other request of the run would escape (the key, the model, the endpoint)."""
+MIN_ECHO_KEY = 8
+"""A key at least this long is looked for in answers (a shorter one would match by chance)."""
+RETRY_HINT = "raise timeout= or max_retries=, or lower concurrency= / rate= if the server is overloaded"
 NO_KEY = "none"
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 
@@ -199,6 +213,19 @@ class _Cancelled(Exception):
     """The batch failed or was interrupted elsewhere: stop without sending more."""
 
 
+class _Failed(BackendError):
+    """One request failed: ``failure`` says why; ``stops``: no other request would escape it
+    (a refused key, model or endpoint), so its batch sends no more."""
+
+    def __init__(self, failure: RequestFailure, stops: bool = False) -> None:
+        super().__init__(Problem(failure.message, hint=failure.hint))
+        self.failure = failure
+        self.stops = stops
+
+    def error(self) -> BackendError:
+        return BackendError(self.problems)
+
+
 class _Refused(Exception):
     """An HTTP status that retrying cannot fix."""
 
@@ -270,6 +297,7 @@ class OpenAICompat(Backend):
         self.sleep: Callable[[float, threading.Event], None] = _interruptible_sleep
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
+        self._streak = 0  # requests failed in a row, across batches, with no answer between them
         self._key = self._read_key()  # before any request
         self._client = self._make_client()
         self.served = self._served_model() if check_model else None
@@ -334,7 +362,12 @@ class OpenAICompat(Backend):
         except _Refused as refused:
             if refused.status in NO_MODELS_ENDPOINT:
                 return None
-            raise self._refused_error(what, refused) from None
+            raise self._refused(what, refused).error() from None
+        except _Failed as failed:  # before any request: the one request there is did not get through
+            hint = failed.failure.hint
+            if failed.failure.kind in ("connection failed", "timeout"):
+                hint = f"is the server at {self.base_url} up? {hint}"
+            raise self._error(failed.failure.message, hint) from None
         try:
             entries = json.loads(raw.text)["data"]
             models = {e["id"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
@@ -354,15 +387,26 @@ class OpenAICompat(Backend):
     # -- running -------------------------------------------------------------------------------
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        """Answers ``requests`` from ``concurrency`` threads, in order. The first failure stops
-        the batch: threads waiting to retry wake up and leave, and no further request starts."""
+        """Answers ``requests`` from ``concurrency`` threads, in order. A request that fails
+        fails alone: the rest go on, and ``BatchFailures`` then carries every answer and why the
+        others failed. A refused key, model or endpoint, or ``max(3, concurrency)`` failures in
+        a row, stop the batch: threads waiting to retry leave, and no further request starts
+        (those requests are neither answered nor failed: a rerun asks them)."""
         parts: dict[tuple[str, str], dict[str, Any]] = {}  # the samples of an item share its media
-        payloads = [self.payload(r, load_media, parts) for r in requests]  # media read here, in one thread
         answers: list[Response | None] = [None] * len(requests)
-        failures: list[BaseException] = []
+        failures: dict[int, RequestFailure] = {}
+        payloads: list[dict[str, Any] | None] = []
+        for index, request in enumerate(requests):  # media read here, in one thread
+            try:
+                payloads.append(self.payload(request, load_media, parts))
+            except _Failed as failed:
+                payloads.append(None)
+                failures[index] = failed.failure
+        errors: list[BaseException] = []
         stop = threading.Event()
-        queue = iter(range(len(requests)))
+        queue = iter(i for i in range(len(requests)) if payloads[i] is not None)
         lock = threading.Lock()
+        streak_limit = max(3, self.concurrency)
 
         def work() -> None:
             while not stop.is_set():
@@ -371,19 +415,29 @@ class OpenAICompat(Backend):
                 if index is None:
                     return
                 try:
-                    answers[index] = self._complete(requests[index], payloads[index], stop)
+                    answer = self._complete(requests[index], payloads[index], stop)  # type: ignore[arg-type]
                 except _Cancelled:
                     return
+                except _Failed as failed:
+                    with lock:
+                        failures[index] = failed.failure
+                        self._streak += 1
+                        if failed.stops or self._streak >= streak_limit:
+                            stop.set()
+                    continue
                 except BaseException as exc:  # noqa: BLE001 (handed to the calling thread)
                     with lock:
-                        failures.append(exc)
+                        errors.append(exc)
                     stop.set()
                     return
+                with lock:  # kept even when the batch stopped meanwhile: the server answered it
+                    answers[index] = answer
+                    self._streak = 0
 
         # Daemon threads: after a Ctrl-C the process exits without waiting out the requests in
         # flight (up to `timeout` each); nothing they hold needs saving.
         threads = [threading.Thread(target=work, name=f"benchc-openai-{i}", daemon=True)
-                   for i in range(min(self.concurrency, len(requests)))]
+                   for i in range(min(self.concurrency, len(requests) - len(failures)))]
         for thread in threads:
             thread.start()
         try:
@@ -393,9 +447,10 @@ class OpenAICompat(Backend):
         except BaseException:
             stop.set()
             raise
-        if failures:
-            raise failures[0]
-        assert all(a is not None for a in answers)
+        if errors:
+            raise errors[0]
+        if failures or stop.is_set():
+            raise BatchFailures(answers, failures, stopped=stop.is_set())
         return answers  # type: ignore[return-value]
 
     def payload(self, request: Request, load_media: MediaLoader,
@@ -425,8 +480,9 @@ class OpenAICompat(Backend):
     def _media_part(self, request: Request, kind: str, sha: str, data: bytes) -> dict[str, Any]:
         mime = _mime(kind, data)
         if mime is None:
-            raise BackendError(Problem(f"openai: {_describe(request)}: {kind} {sha[:12]} is in a format this "
-                                       "backend cannot send", hint="images: PNG, JPEG, GIF or WebP; audio: WAV or MP3"))
+            raise _Failed(RequestFailure("unsendable media", f"openai: {_describe(request)}: {kind} {sha[:12]} is in "
+                                         "a format this backend cannot send",
+                                         hint="images: PNG, JPEG, GIF or WebP; audio: WAV or MP3"))
         encoded = base64.b64encode(data).decode("ascii")
         if kind == "audio":
             return {"type": "input_audio", "input_audio": {"data": encoded, "format": mime}}
@@ -436,17 +492,19 @@ class OpenAICompat(Backend):
         return {"type": "image_url", "image_url": image}
 
     def _complete(self, request: Request, payload: dict[str, Any], stop: threading.Event) -> Response:
+        """One request's answer; raises _Failed (or _Cancelled when its batch stopped)."""
         what = _describe(request)
         try:
-            raw = self._with_retries(what, lambda: self._client.chat.completions.with_raw_response.create(**payload),
-                                     stop)
-            return self._answer(what, raw.text)
+            body = self._with_retries(what, lambda: self._client.chat.completions.with_raw_response.create(**payload),
+                                      stop, parse=True)
         except _Refused as refused:
-            raise self._refused_error(what, refused) from None
+            raise self._refused(what, refused) from None
+        return self._answer(what, body)
 
-    def _with_retries(self, what: str, send: Callable[[], Any], stop: threading.Event) -> Any:
-        """``send()`` until it answers 2xx; returns the raw ``httpx`` response. Raises _Refused for
-        a status that retrying cannot fix and BackendError once the retries are spent."""
+    def _with_retries(self, what: str, send: Callable[[], Any], stop: threading.Event, parse: bool = False) -> Any:
+        """``send()`` until it answers 2xx; returns the raw ``httpx`` response, or with ``parse``
+        its body's JSON (a body that is cut short or not JSON is retried). Raises _Refused for a
+        status that retrying cannot fix and _Failed once the retries are spent."""
         openai = self._openai
         for attempt in range(self.max_retries + 1):
             if stop.is_set():
@@ -456,25 +514,33 @@ class OpenAICompat(Backend):
                 self.sleep(hold, stop)
             pause = None
             try:
-                return send().http_response
+                response = send().http_response
+                if not parse:
+                    return response
+                text = response.text
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    text = self._redact(text)  # before cutting, so that no piece of the key survives
+                    excerpt = text[:80] + ("..." if len(text) > 80 else "")
+                    kind, failure = "truncated body", f"the server's answer is cut short or not JSON: {excerpt!r}"
             except openai.APIStatusError as exc:
                 detail = self._detail(exc)
                 if exc.status_code not in RETRY_STATUSES and exc.status_code < 500:
                     raise _Refused(exc.status_code, detail) from None
-                failure = f"HTTP {exc.status_code}{': ' + detail if detail else ''}"
+                kind, failure = f"HTTP {exc.status_code}", f"HTTP {exc.status_code}{': ' + detail if detail else ''}"
                 pause = retry_after(getattr(exc.response, "headers", None))
             except openai.APITimeoutError:
-                failure = f"no answer within {self.timeout:g} s (timeout)"
+                kind, failure = "timeout", f"no answer within {self.timeout:g} s (timeout)"
             except openai.APIConnectionError as exc:
                 cause = type(exc.__cause__).__name__ if exc.__cause__ else "no detail"
-                failure = f"connection failed ({cause})"
+                kind, failure = "connection failed", f"connection failed ({cause})"
             except openai.APIError as exc:  # anything else the package raises: not retried
-                raise self._error(f"openai: {what}: {type(exc).__name__}: {exc}",
-                                  "the server's reply is not an OpenAI chat completion") from None
+                raise self._failed(type(exc).__name__, f"openai: {what}: {type(exc).__name__}: {exc}",
+                                   "the server's reply is not an OpenAI chat completion") from None
             if attempt == self.max_retries:
-                raise self._error(f"openai: {what}: no answer after {attempt + 1} attempt(s); last: {failure}",
-                                  f"is the server at {self.base_url} up? Raise timeout= or max_retries=, or "
-                                  "lower concurrency= / rate= if it is overloaded")
+                raise self._failed(kind, f"openai: {what}: no answer after {attempt + 1} attempt(s); last: {failure}",
+                                   RETRY_HINT)
             if pause is not None:  # every thread holds off, not only this one: the limiter waits
                 delay = min(pause, RETRY_AFTER_MAX)
                 self.limiter.pause(delay)
@@ -492,27 +558,22 @@ class OpenAICompat(Backend):
         with self._rng_lock:
             return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
-    def _answer(self, what: str, text: str) -> Response:
-        """The first choice's text; a malformed body is a BackendError naming the request."""
-        try:
-            body = json.loads(text)
-        except ValueError:
-            text = self._redact(text)  # before cutting, so that no piece of the key survives
-            excerpt = text[:80] + ("..." if len(text) > 80 else "")
-            raise self._error(f"openai: {what}: the server's answer is not JSON: {excerpt!r}",
-                              "is base_url the server's OpenAI API root (ending in /v1)?") from None
+    def _answer(self, what: str, body: Any) -> Response:
+        """The first choice's text; a malformed body, or one that holds the key, is a _Failed
+        naming the request."""
         if not isinstance(body, dict):
-            raise self._error(f"openai: {what}: the server's answer is not a JSON object", None)
+            raise self._failed("malformed answer", f"openai: {what}: the server's answer is not a JSON object", None)
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices:
             error = body.get("error")
             reason = (f"it reports an error: {error.get('message') if isinstance(error, dict) else error}"
                       if error else "it has no choices")
-            raise self._error(f"openai: {what}: the server's answer is malformed: {reason}", None)
+            raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: {reason}", None)
         choice = choices[0]
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
-            raise self._error(f"openai: {what}: the server's answer is malformed: its choice has no message", None)
+            raise self._failed("malformed answer",
+                               f"openai: {what}: the server's answer is malformed: its choice has no message", None)
         content = message.get("content")
         if isinstance(content, list):  # some servers answer with content parts
             answer = "".join(p.get("text", "") for p in content
@@ -520,8 +581,13 @@ class OpenAICompat(Backend):
         elif isinstance(content, str) or content is None:
             answer = content or ""
         else:
-            raise self._error(f"openai: {what}: the server's answer is malformed: content is "
-                              f"{type(content).__name__}", None)
+            raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: content is "
+                               f"{type(content).__name__}", None)
+        if self._key and len(self._key) >= MIN_ECHO_KEY and self._key in answer:
+            raise self._failed("echoed API key", f"openai: {what}: the server echoed the API key in its answer; "
+                               "the answer is refused (not stored)",
+                               "a server (or a proxy before it) that repeats the request's Authorization header "
+                               "is not answering as a model; rotate the key if that server is not yours")
         answer = answer.strip()
         finish = choice.get("finish_reason")
         refusal = message.get("refusal")
@@ -533,6 +599,11 @@ class OpenAICompat(Backend):
             answer = ""
         return Response("text", text=answer)
 
+    def failure_hint(self, failures: list[RequestFailure], answered: int) -> str | None:
+        if failures and not answered and all(f.kind == "connection failed" for f in failures):
+            return f"no request reached the server: is the server at {self.base_url} up, and is base_url right?"
+        return None
+
     # -- errors without the key ----------------------------------------------------------------
 
     def _redact(self, text: str) -> str:
@@ -540,6 +611,9 @@ class OpenAICompat(Backend):
 
     def _error(self, message: str, hint: str | None) -> BackendError:
         return BackendError(Problem(self._redact(message), hint=self._redact(hint) if hint else None))
+
+    def _failed(self, kind: str, message: str, hint: str | None, stops: bool = False) -> _Failed:
+        return _Failed(RequestFailure(kind, self._redact(message), self._redact(hint) if hint else None), stops)
 
     def _detail(self, exc: Any) -> str:
         """The server's own error message, shortened (redacted by the caller's _error)."""
@@ -549,10 +623,10 @@ class OpenAICompat(Backend):
             message = inner.get("message") if isinstance(inner, dict) else inner
         else:
             message = body
-        text = self._redact(" ".join(str(message or "").split()))  # before cutting (see _answer)
+        text = self._redact(" ".join(str(message or "").split()))  # before cutting (see _with_retries)
         return text[:300] + ("..." if len(text) > 300 else "")
 
-    def _refused_error(self, what: str, refused: _Refused) -> BackendError:
+    def _refused(self, what: str, refused: _Refused) -> _Failed:
         hints = {
             400: "the server refused the request's parameters or input: if it names seed, try send_seed=false; "
                  "max_tokens, try max_tokens_field=max_completion_tokens; images, the model may not take them",
@@ -562,8 +636,9 @@ class OpenAICompat(Backend):
             404: f"no such model or endpoint: check the model name and base_url ({self.base_url})",
         }
         detail = f": {refused.detail}" if refused.detail else ""
-        return self._error(f"openai: {what}: HTTP {refused.status}{detail}",
-                           hints.get(refused.status, "the server refused the request; retrying would not help"))
+        return self._failed(f"HTTP {refused.status}", f"openai: {what}: HTTP {refused.status}{detail}",
+                            hints.get(refused.status, "the server refused the request; retrying would not help"),
+                            stops=refused.status in STOP_STATUSES)
 
 
 def _interruptible_sleep(seconds: float, stop: threading.Event) -> None:
