@@ -1,17 +1,22 @@
 """The ``benchc`` command line. Thin: every command calls benchc.api.
 
 A user error prints one clear message (file, line, key path, hint) and exits 2, without a
-traceback; a failed check exits 1; Ctrl-C exits 130 and a rerun resumes.
+traceback; so do a full disk (ENOSPC, EDQUOT) and a damaged SQLite file of the cache or the
+response store; a failed check exits 1; Ctrl-C exits 130 and a rerun resumes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import sqlite3
 import sys
 import tempfile
+import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -350,14 +355,134 @@ def main(argv: list[str] | None = None) -> int:
             _say(INTERRUPTED)
         return result if isinstance(result, int) else 0
     except BenchcError as exc:  # user errors only: a bug keeps its traceback
-        _say(f"error: {exc.render()}")
+        _say(f"error: {_environment_error(exc) or _damaged_hint(exc) or exc.render()}")
         return exc.exit_code
+    except (OSError, sqlite3.DatabaseError) as exc:  # a full disk or a damaged database, else a bug
+        message = _environment_error(exc)
+        if message is None:
+            raise
+        _say(f"error: {message}")
+        return ENVIRONMENT_EXIT
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say(INTERRUPTED)
         return 130
     except USAGE_ERRORS as exc:
         exc.show()
         return 2 if exc.exit_code in (1, 2) else exc.exit_code
+
+
+ENVIRONMENT_EXIT = 2
+"""The exit status of a full disk or a damaged database (as of other errors of the environment)."""
+DISK_FULL = frozenset(code for code in (getattr(errno, "ENOSPC", None), getattr(errno, "EDQUOT", None)) if code)
+STORES = {"ResponseStore": ("the response store", "answers are recomputed"),
+          "ContentStore": ("the compile cache", "op outputs are recomputed")}
+"""Classes whose ``root`` holds a SQLite database, by class name: what to call it and what
+moving it aside costs."""
+
+
+def _environment_error(exc: BaseException) -> str | None:
+    """One line for a full disk anywhere in ``exc``'s chain of causes (a store or an op may
+    have wrapped it in a BenchcError), or for a damaged database that reached the top unwrapped,
+    else None."""
+    from .compiler.errors import BenchcError
+
+    chain = _chain(exc)
+    for cause in chain:
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL:
+            return _disk_full(_written_path(cause))
+        if isinstance(cause, sqlite3.DatabaseError):
+            if _sqlite_error(cause, "SQLITE_FULL"):
+                found = _store_of(cause)
+                return _disk_full(str(found[1]) if found else None)
+            if not isinstance(exc, BenchcError) and _damaged(cause):
+                return f"{_damaged_store(cause)} is damaged: {cause}\n  hint: {_damaged_advice(cause)}"
+    for cause in chain:  # an op's error raised in a worker process holds the OSError only as text
+        said = DISK_FULL_TEXT.search(cause.render()) if isinstance(cause, BenchcError) else None
+        if said:
+            return _disk_full(said["path"])
+    return None
+
+
+def _damaged_hint(exc: BaseException) -> str | None:
+    """A BenchcError that a damaged database caused (a store that cannot open its file): its own
+    message, with the hint of a damaged store in place of its own (unless it says so already)."""
+    from dataclasses import replace
+
+    problems = getattr(exc, "problems", None)
+    if not problems or any("damaged" in f"{p.message} {p.hint}" for p in problems):
+        return None
+    for cause in _chain(exc)[1:]:
+        if problems and isinstance(cause, sqlite3.DatabaseError) and _damaged(cause):
+            hint = f"{_damaged_store(cause)} is damaged: {_damaged_advice(cause)}"
+            return "\n".join(p.render() for p in [*problems[:-1], replace(problems[-1], hint=hint)])
+    return None
+
+
+def _sqlite_error(exc: sqlite3.DatabaseError, prefix: str) -> bool:
+    return (getattr(exc, "sqlite_errorname", "") or "").startswith(prefix)
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    return _sqlite_error(exc, "SQLITE_CORRUPT") or _sqlite_error(exc, "SQLITE_NOTADB") or "malformed" in str(exc)
+
+
+def _damaged_store(exc: sqlite3.DatabaseError) -> str:
+    found = _store_of(exc)
+    if found is None:
+        return "a database of the compile cache (--cache) or of the response store (--store)"
+    return f"{STORES[type(found[0]).__name__][0]} {found[1]}"
+
+
+def _damaged_advice(exc: sqlite3.DatabaseError) -> str:
+    found = _store_of(exc)
+    cost = STORES[type(found[0]).__name__][1] if found else "its contents are recomputed"
+    return f"move it aside (or delete it) and rerun; {cost}"
+
+
+DISK_FULL_TEXT = re.compile(r"\[Errno (?:%s)\][^:'\n]*(?:: '(?P<path>[^'\n]+)')?"
+                            % "|".join(map(str, sorted(DISK_FULL))))
+"""A full disk as an OSError's text says it (``[Errno 28] No space left on device: 'PATH'``)."""
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in out and len(out) < 10:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def _disk_full(path: str | None) -> str:
+    where = f" {path}" if path else " (the --out, --cache or --store folder)"
+    return f"disk full while writing{where}: free space and rerun; finished work is kept"
+
+
+def _frames(exc: BaseException) -> list[Any]:
+    """The frames ``exc`` passed through, innermost first."""
+    return [frame for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__)))]
+
+
+def _written_path(exc: OSError) -> str | None:
+    """The file a failed write was writing: the error's own, else the innermost ``path``-like
+    local of the frames it passed through (a write to an open file names none)."""
+    if exc.filename is not None:
+        return os.fsdecode(exc.filename)
+    for frame in _frames(exc):
+        for name in ("path", "target", "out_dir", "tmp", "staging"):
+            value = frame.f_locals.get(name)
+            if isinstance(value, (str, Path)) and str(value):
+                return str(value)
+    return None
+
+
+def _store_of(exc: BaseException) -> tuple[Any, Path] | None:
+    """The store (and its folder) whose method raised ``exc``, innermost first."""
+    for frame in _frames(exc):
+        owner = frame.f_locals.get("self")
+        if type(owner).__name__ in STORES and isinstance(getattr(owner, "root", None), Path):
+            return owner, owner.root
+    return None
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

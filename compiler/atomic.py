@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -45,13 +47,55 @@ def _temp_beside(path: Path, durable: bool = True) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+STAGING = re.compile(r"\.(?P<target>.+)\.staging-(?P<host>.+)-(?P<pid>\d+)-[a-z0-9_]+")
+"""A staging folder's name: ``.<target>.staging-<host>-<pid>-<random>`` (mkdtemp's random part
+has no ``-``), so a later run can tell whose it is."""
+HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
 def make_staging_dir(target: Path) -> Path:
-    """A fresh folder beside ``target`` to fill before it is renamed into place. mkdtemp makes
-    it 0700; a published folder gets the usual 0755."""
+    """A fresh folder beside ``target`` to fill before it is renamed into place, named with this
+    host and process so that ``remove_stale_staging`` can clear it if this process dies first
+    (SIGKILL, a crash). mkdtemp makes it 0700; a published folder gets the usual 0755."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    remove_stale_staging(target.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-{HOST}-{os.getpid()}-", dir=target.parent))
     staging.chmod(0o755)
     return staging
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that processes of this host left when they died
+    (a folder of another host, or of a live process, is left alone). Returns those removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        found = STAGING.fullmatch(entry.name)
+        if found is None or found["host"] != HOST or _alive(int(found["pid"])):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process, or not a pid: keep its folder
+        return True
+    return True
 
 
 def publish_dir_if_absent(staging: Path, target: Path) -> bool:

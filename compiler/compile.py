@@ -11,16 +11,20 @@ the fingerprints enter the memo key and the lock (``model_steps``).
 
 from __future__ import annotations
 
+import math
+import os
 import shutil
+import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import make_staging_dir, replace_dir_atomic
+from .atomic import make_staging_dir, remove_stale_staging, replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, SEED_RECIPE_VERSION, canonical_json, digest
 from .cas import ContentStore
-from .errors import SpecError, SourceError
+from .errors import BenchcError, Problem, SpecError, SourceError
 from .expand import Variant, expand
 from .ops.base import library_versions
 from .model_steps import ModelClient, ModelSteps
@@ -31,7 +35,7 @@ from .metrics import is_template
 from .registry import did_you_mean
 from . import select_hard
 from .resolve import Resolved, ResolvedNode, resolve
-from .select import apply_filters, sample
+from .select import apply_filters_counted, sample, stratum_sizes
 from .sources import LoadedSource, SourceContext
 from .spec.models import Stage
 from .spec.parse import LoadedSpec, load_spec
@@ -50,6 +54,14 @@ class CompileOptions:
     use_memo: bool = True
     model_client: ModelClient | None = None
     """Answers model-backed nodes (see ``model_steps``); None refuses specs that have them."""
+    max_items: int | None = None
+    """Refuse a compile estimated above this many items (None: $BENCHC_MAX_ITEMS, else
+    DEFAULT_MAX_ITEMS); see ``estimate_scale``."""
+    max_output_bytes: int | None = None
+    """Refuse a compile whose op outputs are estimated above this many bytes (None:
+    $BENCHC_MAX_OUTPUT_GB gigabytes, else DEFAULT_MAX_OUTPUT_BYTES)."""
+    notify: Callable[[str], None] | None = None
+    """Where the scale estimate of a large compile is said before work starts (None: stderr)."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +81,14 @@ class CompileResult:
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
     options = options or CompileOptions()
     check_output_dir(Path(out_dir))  # before any work: a refused -o should fail fast
+    remove_stale_staging(Path(out_dir).absolute().parent)  # what a killed compile left beside -o
     loaded = load_spec(spec_path, options.overrides)
     resolved = resolve(loaded)
     models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
     model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
     select_pins = select_hard.pin(resolved.select, models) if resolved.select is not None else None
     store = ContentStore(Path(options.cache_dir))
+    remove_stale_staging(store.root / "compiled")  # ... and in the memo
     try:
         source = _load_source(resolved, loaded, store, options)
         memo_key = _memo_key(resolved, source, model_pins, select_pins)
@@ -203,16 +217,26 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
            options: CompileOptions, models: ModelSteps,
            model_pins: dict[str, Any], select_pins: dict[str, Any] | None
            ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
-    records = sample(loaded, apply_filters(loaded, source.records))
+    filtered, after_filters = apply_filters_counted(loaded, source.records)
+    counts = _Counts(loaded, len(source.records), len(source.skipped), after_filters)
+    counts.refuse_if_empty(len(filtered))
+    records = sample(loaded, filtered)
+    _check_sample(loaded, filtered, records)
+    counts.sampled = len(records)
     seed = loaded.spec.benchmark.seed
+    check_scale(resolved, min(len(records), resolved.select.settings.keep) if resolved.select else len(records),
+                options)
     selection = None
     if resolved.select is not None:
         selection = select_hard.select_hard(resolved.select, records, seed, store, options.workers, models)
         records = selection.kept
+        counts.selected = len(records)
+        counts.refuse_if_empty(len(records), "select")
     expansion = expand(resolved.nodes, records, seed, store, options.workers,
                        tuple(data_roots(loaded, options)), models)
     if resolved.sinks:
         finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
+        counts.refuse_if_empty(len(finals), "node", expansion.dropped)
         known = _attribute_names([v.record.attrs for v in finals] + [v.attrs for v in finals])
         rows = [_item_row(resolved, v.record, v, known) for v in finals]
     else:
@@ -226,6 +250,164 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
         lock["select"] = selection.lock(select_pins)
         return rows, lock, expansion.ops_run + selection.ops_run
     return rows, lock, expansion.ops_run
+
+
+@dataclass
+class _Counts:
+    """How many records each step of a compile kept, for the message that refuses an empty
+    manifest: a manifest of 0 items is a spec or data mistake, never a benchmark."""
+
+    loaded: LoadedSpec
+    records: int
+    skipped_rows: int
+    after_filters: list[int]
+    sampled: int | None = None
+    selected: int | None = None
+
+    def refuse_if_empty(self, kept: int, step: str | None = None,
+                        dropped: dict[str, dict[str, int]] | None = None) -> None:
+        if kept:
+            return
+        skipped = f" ({self.skipped_rows} malformed row(s) skipped)" if self.skipped_rows else ""
+        steps = [f"{self.records} record(s) loaded{skipped}"]
+        steps += [f"{n} after filter[{i}]" for i, n in enumerate(self.after_filters)]
+        if self.sampled is not None:
+            steps.append(f"{self.sampled} after [sample]")
+        if self.selected is not None:
+            steps.append(f"{self.selected} after [select]")
+        if step == "node":
+            lost = "; ".join(f"{node}: {', '.join(f'{n} {why}' for why, n in reasons.items())}"
+                             for node, reasons in (dropped or {}).items())
+            steps.append("0 items from the nodes" + (f" (dropped: {lost})" if lost else ""))
+        key, hint = self._where(step)
+        error = SourceError if key == "source" else SpecError
+        raise error(self.loaded.problem(key, "the manifest would have 0 items: " + ", ".join(steps), hint))
+
+    def _where(self, step: str | None) -> tuple[str, str]:
+        if not self.records:
+            return "source", ("the source has no records: check its path(s) and rows"
+                              + (" (and the rows skipped: on_error = 'skip')" if self.skipped_rows else ""))
+        if step is None:
+            first = next(i for i, n in enumerate(self.after_filters) if n == 0)
+            return f"filter[{first}]", "this filter removes every record left: check its field and values"
+        if step == "select":
+            return "select", "no candidate record was kept: check [select] and its probe"
+        return "node", "every variant was dropped: check the nodes' validators and inputs"
+
+
+def _check_sample(loaded: LoadedSpec, pool: list[Record], chosen: list[Record]) -> None:
+    """``sample.n`` above the records there are is a mistake (a typo, the wrong data), not a
+    request for all of them: say how many there are."""
+    spec = loaded.spec.sample
+    if spec.n is None:
+        return
+    per = f" (one per {spec.per})" if spec.per else ""
+    if spec.stratify is None:
+        if len(chosen) < spec.n:
+            raise SpecError(loaded.problem(
+                "sample.n", f"sample.n = {spec.n} but only {len(chosen)} records pass the filters{per}",
+                hint=f"lower n to {len(chosen)} or less, or remove it to keep every record"))
+        return
+    largest = max(stratum_sizes(loaded, chosen).values(), default=0)
+    if largest < spec.n:
+        raise SpecError(loaded.problem(
+            "sample.n", f"sample.n = {spec.n} per {spec.stratify}, but no value of {spec.stratify} has more "
+                        f"than {largest} of the {len(pool)} records that pass the filters{per}",
+            hint=f"lower n to {largest} or less, or remove it to keep every record"))
+
+
+# scale ------------------------------------------------------------------------------------------
+
+DEFAULT_MAX_ITEMS = 1_000_000
+DEFAULT_MAX_OUTPUT_BYTES = 50 * 10**9
+ANNOUNCE_ITEMS = 10_000
+"""A compile estimated above this many items says its estimate before work starts."""
+BYTES_PER_OUTPUT = {"text": 1_000, "image": 100_000, "audio": 200_000}
+"""The rough size of one op output of each kind (a text, a JPEG/PNG image, a few seconds of audio)."""
+MAX_ITEMS_ENV, MAX_OUTPUT_GB_ENV = "BENCHC_MAX_ITEMS", "BENCHC_MAX_OUTPUT_GB"
+
+
+@dataclass(frozen=True)
+class ScaleEstimate:
+    """What a compile will make, estimated before it expands anything.
+
+    Items: records x the variants per record of each sink node, summed over the sinks, where a
+    node's variants per record are its input node's (1 for a record input) x its grid points (the
+    product of its grid sizes; ``choice`` draws add none) x ``repeat``; without nodes, the
+    records. Output bytes: every node's outputs (intermediate nodes' too: all go to the compile
+    cache), each at BYTES_PER_OUTPUT of the node's output kind (text ~1 KB, image ~100 KB, audio
+    ~200 KB); without nodes, ~1 KB per item. Both are upper bounds: validators may drop variants."""
+
+    records: int
+    items: int
+    output_bytes: int
+
+    def describe(self) -> str:
+        per_record = f" ({self.items // self.records:,} per record)" if self.records else ""
+        return (f"{self.items:,} items from {self.records:,} records{per_record}, "
+                f"~{_size(self.output_bytes)} of op outputs")
+
+
+def estimate_scale(resolved: Resolved, records: int) -> ScaleEstimate:
+    per_record: dict[str, int] = {}
+    output_bytes = 0
+    for node in resolved.nodes:
+        points = math.prod(len(values) for values in node.sweep.grid.values())
+        per_record[node.id] = per_record.get(node.input, 1) * points * node.repeat
+        output_bytes += records * per_record[node.id] * BYTES_PER_OUTPUT.get(node.op.output_kind, 1_000)
+    if not resolved.sinks:
+        return ScaleEstimate(records, records, records * BYTES_PER_OUTPUT["text"])
+    return ScaleEstimate(records, records * sum(per_record[n.id] for n in resolved.sinks), output_bytes)
+
+
+def check_scale(resolved: Resolved, records: int, options: CompileOptions) -> ScaleEstimate:
+    """Refuse a compile estimated above the item or size limit (with the estimate and how to
+    raise the limit); say the estimate of a large one before any op runs."""
+    estimate = estimate_scale(resolved, records)
+    max_items = options.max_items if options.max_items is not None else _limit(MAX_ITEMS_ENV, DEFAULT_MAX_ITEMS, 1)
+    max_bytes = (options.max_output_bytes if options.max_output_bytes is not None
+                 else _limit(MAX_OUTPUT_GB_ENV, DEFAULT_MAX_OUTPUT_BYTES, 10**9))
+    over = []
+    if estimate.items > max_items:
+        over.append(f"the limit is {max_items:,} items (set {MAX_ITEMS_ENV}=N to raise it)")
+    if estimate.output_bytes > max_bytes:
+        over.append(f"the limit is {_size(max_bytes)} of op outputs (set {MAX_OUTPUT_GB_ENV}=G to raise it)")
+    if over:
+        raise SpecError(Problem(
+            f"this compile would make {estimate.describe()}: {'; '.join(over)}", file=str(resolved.loaded.path),
+            hint=f"lower sample.n or shrink the grids and repeats; or, to compile it anyway, rerun with "
+                 f"{MAX_ITEMS_ENV}={max(estimate.items, max_items)} and {MAX_OUTPUT_GB_ENV}="
+                 f"{max(math.ceil(estimate.output_bytes / 10**9), math.ceil(max_bytes / 10**9))} "
+                 f"in the environment"))
+    if estimate.items > ANNOUNCE_ITEMS:
+        (options.notify or _to_stderr)(f"estimate: {estimate.describe()}")
+    return estimate
+
+
+def _limit(variable: str, default: int, unit: int) -> int:
+    text = os.environ.get(variable, "").strip().replace("_", "")
+    if not text:
+        return default
+    try:
+        value = float(text) if unit > 1 else int(text)
+    except ValueError:
+        value = -1
+    if not value > 0 or not math.isfinite(value):
+        raise BenchcError(Problem(f"{variable}={os.environ[variable]!r} is not a positive "
+                                  f"{'number' if unit > 1 else 'whole number'}",
+                                  hint=f"e.g. {variable}={'100' if unit > 1 else '5000000'}"))
+    return int(value * unit)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _attribute_names(attr_dicts: list[dict[str, Any]]) -> frozenset[str]:

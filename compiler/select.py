@@ -25,7 +25,13 @@ def _passes(flt: Filter, value: Any) -> bool:
 
 
 def apply_filters(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
+    return apply_filters_counted(loaded, records)[0]
+
+
+def apply_filters_counted(loaded: LoadedSpec, records: list[Record]) -> tuple[list[Record], list[int]]:
+    """The records that pass every filter, and how many were left after each filter in turn."""
     kept = records
+    counts: list[int] = []
     for index, flt in enumerate(loaded.spec.filter):
         key = f"filter[{index}].where"
         survivors = []
@@ -43,7 +49,8 @@ def apply_filters(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
                 raise SourceError(loaded.problem(
                     key, f"cannot compare {flt.where!r} = {value!r} of record {record.id!r}")) from None
         kept = survivors
-    return kept
+        counts.append(len(kept))
+    return kept, counts
 
 
 def _field(loaded: LoadedSpec, record: Record, key: str, path: str) -> str:
@@ -82,3 +89,15 @@ def sample(loaded: LoadedSpec, records: list[Record]) -> list[Record]:
                 taken[stratum] = taken.get(stratum, 0) + 1
                 chosen.append(record)
     return sorted(chosen, key=lambda r: r.id)
+
+
+def stratum_sizes(loaded: LoadedSpec, records: list[Record]) -> dict[str, int]:
+    """How many of ``records`` hold each value of ``sample.stratify`` (keyed by the value's digest)."""
+    path = loaded.spec.sample.stratify
+    sizes: dict[str, int] = {}
+    if path is None:
+        return sizes
+    for record in records:
+        stratum = _field(loaded, record, "sample.stratify", path)
+        sizes[stratum] = sizes.get(stratum, 0) + 1
+    return sizes

@@ -2,34 +2,58 @@
 
 Stage 1 of the compiler (parse) produces these; op, source and metric parameters are
 checked against their registered schemas in stage 2 (resolve).
+
+The spec's own keys are strict: no value is coerced from another type (``n = "4"`` is an error,
+not 4; an integer is accepted where a float is meant), integers fit in 64 bits, floats are finite
+and identifiers and versions match their whole text (a trailing newline is refused). The
+checks that apply to every value of a spec, parameters included (NUL bytes, non-finite numbers,
+integers beyond 64 bits), are in ``parse.py``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Strict as PydanticStrict
 
-SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?$")
-IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?")
+"""Matched with ``fullmatch``: ``$`` would also match before a trailing newline."""
+IDENT = re.compile(r"[a-z][a-z0-9_]*")
+"""Matched with ``fullmatch``."""
 Scalar = str | int | float | bool
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Every integer of a spec fits in a signed 64-bit integer (as TOML's integers do)."""
+
+STRICT_CONFIG = ConfigDict(strict=True, allow_inf_nan=False)
+"""No coercion between types (an int is still a valid float) and no inf/nan."""
+
+
+class SpecKeyError(ValueError):
+    """Problems a whole-spec check finds, each at its own key path (``node[2].id``), so that the
+    parser can point at their lines: pydantic gives a model validator's error the model's
+    location, not the key's."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, **STRICT_CONFIG)
 
 
 class Benchmark(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-/.]*$", description="e.g. 'mm-r3/context-reasoning'")
     version: str = Field(description="semantic version, e.g. '1.0.0'")
-    seed: int = Field(0, ge=0, description="root of every derived seed")
+    seed: int = Field(0, ge=0, le=INT64_MAX, description="root of every derived seed")
     description: str = ""
 
     @field_validator("version")
     @classmethod
     def _semver(cls, value: str) -> str:
-        if not SEMVER.match(value):
+        if not SEMVER.fullmatch(value):
             raise ValueError(f"{value!r} is not a semantic version such as '1.0.0'")
         return value
 
@@ -37,7 +61,7 @@ class Benchmark(Strict):
 class Source(BaseModel):
     """``loader`` names a registered source; its other keys are the loader's parameters."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, **STRICT_CONFIG)
     loader: str
     pin: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="expected source digest")
     on_error: Literal["fail", "skip"] = "fail"
@@ -51,7 +75,8 @@ class Filter(Strict):
     """Keep records whose field ``where`` satisfies exactly one condition."""
 
     where: str
-    between: tuple[float, float] | None = None
+    between: tuple[Annotated[float, PydanticStrict()], Annotated[float, PydanticStrict()]] | None = Field(
+        None, strict=False)  # a TOML array (a list) becomes the tuple; its numbers stay strict
     equals: Scalar | None = None
     one_of: list[Scalar] | None = Field(None, alias="in")
     not_in: list[Scalar] | None = None
@@ -71,7 +96,7 @@ class Filter(Strict):
 class Sample(Strict):
     """Deterministic, order-independent selection: records are ranked by a seeded hash of their id."""
 
-    n: int | None = Field(None, gt=0, description="keep this many records (all if unset)")
+    n: int | None = Field(None, gt=0, le=INT64_MAX, description="keep this many records (all if unset)")
     per: str | None = Field(None, description="keep at most one record per value of this field")
     stratify: str | None = Field(None, description="keep n records per value of this field")
 
@@ -88,7 +113,7 @@ class Node(Strict):
     @field_validator("id")
     @classmethod
     def _ident(cls, value: str) -> str:
-        if not IDENT.match(value) or value in RESERVED_INPUTS:
+        if not IDENT.fullmatch(value) or value in RESERVED_INPUTS:
             raise ValueError(f"node id {value!r} must match [a-z][a-z0-9_]* and not be reserved")
         return value
 
@@ -112,12 +137,12 @@ class Select(Strict):
     consistency is the mean cosine similarity of a probe's answer to the clean answer, over its
     probes and the models; the ``keep`` records of lowest consistency are kept."""
 
-    keep: int = Field(gt=0, description="how many records to keep: those of lowest consistency")
+    keep: int = Field(gt=0, le=INT64_MAX, description="how many records to keep: those of lowest consistency")
     models: list[str] = Field(min_length=1, description="baseline backends, as `benchc run` names them")
     task: Literal["generate", "speech-to-text"] = Field(
         "generate", description="what the models do: describe an image, or transcribe audio")
     prompt: str = Field("", description="the text sent with each image (generate)")
-    max_new_tokens: int = Field(30, gt=0)
+    max_new_tokens: int = Field(30, gt=0, le=INT64_MAX)
     embedder: str = Field("minilm", description="the sentence embedder of the similarity")
     probe: SelectProbe
 
@@ -128,11 +153,12 @@ class Prompt(Strict):
 
 
 class Generation(Strict):
-    max_new_tokens: int = Field(64, gt=0)
+    max_new_tokens: int = Field(64, gt=0, le=INT64_MAX)
     temperature: float = Field(0.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    n: int = Field(1, ge=1, description="samples per input")
-    seed: int | None = Field(None, description="per-request seed base for sampling backends")
+    n: int = Field(1, ge=1, le=INT64_MAX, description="samples per input")
+    seed: int | None = Field(None, ge=INT64_MIN, le=INT64_MAX,
+                             description="per-request seed base for sampling backends")
 
 
 class Stage(Strict):
@@ -154,7 +180,7 @@ class Stage(Strict):
     @field_validator("id")
     @classmethod
     def _ident(cls, value: str) -> str:
-        if not IDENT.match(value):
+        if not IDENT.fullmatch(value):
             raise ValueError(f"stage id {value!r} must match [a-z][a-z0-9_]*")
         return value
 
@@ -203,7 +229,7 @@ class Answer(Strict):
 class Metric(BaseModel):
     """``name`` names a registered metric; its other keys are the metric's parameters."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, **STRICT_CONFIG)
     name: str
 
     @property
@@ -226,17 +252,21 @@ class Spec(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Spec:
-        ids = [n.id for n in self.node]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"duplicate node ids: {', '.join(dupes)}")
+        problems: list[tuple[str, str]] = []
+        seen: dict[str, int] = {}
+        for index, node in enumerate(self.node):
+            if node.id in seen:
+                problems.append((f"node[{index}].id", f"duplicate node id {node.id!r} "
+                                                      f"(node[{seen[node.id]}] has it too)"))
+            seen.setdefault(node.id, index)
         stage_ids: list[str] = []
-        for stage in self.stage:
+        for index, stage in enumerate(self.stage):
             if stage.id in stage_ids:
-                raise ValueError(f"duplicate stage id {stage.id!r}")
+                problems.append((f"stage[{index}].id", f"duplicate stage id {stage.id!r}"))
             if stage.input != "prompt" and stage.input not in stage_ids:
-                raise ValueError(
-                    f"stage {stage.id!r} reads {stage.input!r}, which is not an earlier stage"
-                )
+                problems.append((f"stage[{index}].input",
+                                 f"stage {stage.id!r} reads {stage.input!r}, which is not an earlier stage"))
             stage_ids.append(stage.id)
+        if problems:
+            raise SpecKeyError(problems)
         return self

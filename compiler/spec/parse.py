@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -13,7 +14,9 @@ from pydantic import ValidationError
 from ..errors import Problem, SpecError
 from ..registry import Registry, did_you_mean
 from .locate import index_lines, line_of
-from .models import Spec
+from .models import INT64_MAX, INT64_MIN, Spec, SpecKeyError
+
+BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ def load_spec(path: Path | str, overrides: list[str] | None = None) -> LoadedSpe
 
 
 def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
+    text = text.removeprefix(BOM)  # editors on Windows write one; TOML would call it an invalid statement
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -67,11 +71,43 @@ def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
     for override in overrides:
         _apply_override(raw, override, path)
     lines = index_lines(text)
+    problems = [Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)
+                for key, message, hint in value_problems(raw)]
     try:
         spec = Spec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError([_problem_of(err, path, lines) for err in exc.errors()]) from None
+        found = {p.key for p in problems}
+        problems += [p for err in exc.errors() for p in _problems_of(err, path, lines) if p.key not in found]
+    if problems:
+        raise SpecError(problems)
     return LoadedSpec(spec=spec, path=path, text=text, raw=raw, lines=lines)
+
+
+def value_problems(value: Any, key: str = "") -> list[tuple[str, str, str | None]]:
+    """(key path, message, hint) of every value no spec may hold, parameters included: a NUL
+    byte in a string or key (it ends a path at the filesystem, and no text needs one), a
+    non-finite number (it has no canonical JSON, so no digest) and an integer beyond 64 bits
+    (TOML's integers are 64-bit; seeds and counts are too)."""
+    out: list[tuple[str, str, str | None]] = []
+    if isinstance(value, dict):
+        for name, item in value.items():
+            shown = str(name).replace("\0", "\\u0000")
+            inner = f"{key}.{shown}" if key else shown
+            if "\0" in str(name):
+                out.append((inner, "a key holds a NUL byte (\\u0000)", "remove it"))
+            out += value_problems(item, inner)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += value_problems(item, f"{key}[{index}]")
+    elif isinstance(value, str) and "\0" in value:
+        out.append((key, f"the value holds a NUL byte (\\u0000) at character {value.index(chr(0))}",
+                    "remove it: no path or text of a spec may hold one"))
+    elif isinstance(value, float) and not math.isfinite(value):
+        out.append((key, f"{value} is not a finite number", "write a finite number"))
+    elif isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        out.append((key, f"{value} does not fit in 64 bits",
+                    f"integers lie between {INT64_MIN} and {INT64_MAX}"))
+    return out
 
 
 def _extend(raw: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -88,7 +124,7 @@ def _extend(raw: dict[str, Any], path: Path) -> dict[str, Any]:
             raise SpecError(Problem(f"extends {name!r} makes a cycle", file=str(path), key="extends"))
         chain.append(base)
         try:
-            merged = _merge(tomllib.loads(base.read_text(encoding="utf-8")), merged)
+            merged = _merge(tomllib.loads(base.read_text(encoding="utf-8").removeprefix(BOM)), merged)
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise SpecError(Problem(f"cannot read the base spec {base.name}: {exc}", file=str(path),
                                     key="extends", hint="check it with `benchc validate` on its own")) from None
@@ -147,9 +183,17 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Problem:
+STRICT_TYPES = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false"}
+
+
+def _problems_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> list[Problem]:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc)
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, SpecKeyError):  # a whole-spec check: each problem at its own key
+        prefix = f"{key}." if key else ""
+        return [Problem(message, file=str(path), line=line_of(lines, prefix + inner), key=prefix + inner)
+                for inner, message in cause.problems]
     kind = err["type"]
     message = err["msg"].removeprefix("Value error, ")
     hint = None
@@ -160,8 +204,11 @@ def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Probl
         message = "required key is missing"
         hint = "add this key"
     elif "input" in err and not isinstance(err["input"], (dict, list)):
-        message = f"{message} (got {err['input']!r})"
-    return Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)
+        if repr(err["input"]) not in message:
+            message = f"{message} (got {err['input']!r})"
+        if kind in STRICT_TYPES and isinstance(err["input"], str):
+            hint = f"write {STRICT_TYPES[kind]} without quotes (a quoted value is a string)"
+    return [Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)]
 
 
 def _suggest_key(loc: tuple[Any, ...]) -> str | None:
