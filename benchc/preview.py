@@ -10,7 +10,6 @@ preview writes. The folder is filled beside the target and renamed into place.
 from __future__ import annotations
 
 import difflib
-import io
 import json
 import re
 import shutil
@@ -21,9 +20,10 @@ from typing import Any
 from PIL import Image, ImageDraw, ImageFont
 
 from .compiler.atomic import make_staging_dir, replace_dir_atomic
-from .compiler.cas import ContentStore
+from .compiler.cas import ContentStore, CorruptObjectError
 from .compiler.errors import BenchcError, Problem
 from .compiler.manifest import Manifest, read_manifest
+from .compiler.media import load_image
 
 THUMB = 256
 """Largest side of a thumbnail on the contact sheet, in pixels."""
@@ -154,11 +154,31 @@ def _source_record(source: dict[str, Any], row: dict[str, Any], store: ContentSt
 
 
 def media_bytes(store: ContentStore, sha256: str) -> bytes:
+    """The stored bytes of a medium, checked against its key (a damaged file is a
+    CorruptObjectError naming it)."""
     try:
         return store.get(sha256)
     except FileNotFoundError:
-        raise BenchcError(Problem(f"media {sha256[:16]}... is not in the cache {store.root}",
-                                  hint="pass the --cache the manifest was compiled with")) from None
+        raise _not_in_cache(store, sha256) from None
+
+
+def media_image(store: ContentStore, sha256: str) -> Image.Image:
+    """A stored image, decoded once and checked against its key: a damaged file is a
+    CorruptObjectError naming it, not a traceback or a tile of other pixels."""
+    try:
+        return load_image(store, sha256)
+    except FileNotFoundError:
+        raise _not_in_cache(store, sha256) from None
+    except CorruptObjectError:
+        raise
+    except Exception as exc:  # the bytes match their key, and PIL still cannot decode them
+        raise BenchcError(Problem(f"image {sha256[:16]}... in the cache cannot be decoded: {type(exc).__name__}: "
+                                  f"{exc}", file=str(store.path_of(sha256)))) from None
+
+
+def _not_in_cache(store: ContentStore, sha256: str) -> BenchcError:
+    return BenchcError(Problem(f"media {sha256[:16]}... is not in the cache {store.root}",
+                               hint="pass the --cache the manifest was compiled with"))
 
 
 def thumbnail(image: Image.Image) -> Image.Image:
@@ -215,7 +235,7 @@ def write_sheet(entries: list[Entry], store: ContentStore, path: Path) -> None:
     for index, entry in enumerate(entries):
         assert entry.media is not None
         x, y = tile_origin(index, columns)
-        with Image.open(io.BytesIO(media_bytes(store, entry.media["sha256"]))) as image:
+        with media_image(store, entry.media["sha256"]) as image:
             tile = thumbnail(image)
         draw.rectangle((x - 1, y - 1, x + tile.width, y + tile.height), outline="#b0b0b0")
         sheet.paste(tile, (x, y))

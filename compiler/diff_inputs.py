@@ -13,6 +13,7 @@ never imports the runtime); ``benchc.api.diff`` passes a compile that can answer
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tomllib
 from collections.abc import Callable
@@ -54,14 +55,52 @@ class Side:
 
 def parse_ref(text: str) -> Ref:
     """``path`` or ``path@REV``; a path that exists as written wins over the ``@`` split (file
-    names may hold an ``@``)."""
+    names may hold an ``@``). A revision is never an option: one that starts with ``-`` is refused
+    here, and git is always told where its options end (see ``verify_revision``)."""
     path = Path(text)
     if path.exists() or "@" not in text:
         return Ref(text, path)
     name, _, rev = text.rpartition("@")
     if not name or not rev:
         raise DiffError(Problem(f"{text!r} is not PATH or PATH@REVISION", hint="e.g. specs/x.toml@HEAD~1"))
+    _check_revision_text(rev, text)
     return Ref(text, Path(name), rev)
+
+
+def _check_revision_text(rev: str, label: str) -> None:
+    """No git revision starts with ``-`` (git refuses such ref names), nor holds a control character."""
+    if rev.startswith("-") or any(ord(c) < 32 or c == "\x7f" for c in rev):
+        raise DiffError(Problem(f"{rev!r} is not a git revision", file=label,
+                                hint="give a commit, tag or branch (e.g. HEAD~1); a revision cannot start with '-'"))
+
+
+def _git(folder: Path, args: list[str], label: str) -> subprocess.CompletedProcess[str]:
+    """``git -C folder ARGS``; every caller puts ``--end-of-options`` before user text."""
+    try:
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except FileNotFoundError:
+        raise DiffError(Problem("git is not installed", file=label, hint="install git, or diff files")) from None
+    except subprocess.TimeoutExpired:
+        raise DiffError(Problem(f"git {args[0]} did not answer within 60 s", file=label)) from None
+
+
+def _reason(done: subprocess.CompletedProcess[str], default: str) -> str:
+    return (done.stderr.strip().splitlines() or [default])[-1].removeprefix("fatal: ")
+
+
+def verify_revision(folder: Path, rev: str, label: str, what: str) -> str:
+    """The commit hash ``rev`` names in the repository of ``folder``, checked with
+    ``git rev-parse --verify --end-of-options REV^{commit}`` before ``rev`` reaches any other
+    git command; a DiffError (exit 2) when it names no commit."""
+    _check_revision_text(rev, label)
+    done = _git(folder, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], label)
+    commit = done.stdout.strip()
+    if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", commit):
+        reason = _reason(done, "no such commit")
+        raise DiffError(Problem(f"cannot read {what} at revision {rev!r}: {reason}", file=label,
+                                hint="check the revision (`git log -- PATH`): a commit, tag or branch"))
+    return commit
 
 
 def git_show(path: Path, rev: str, label: str) -> str:
@@ -71,15 +110,11 @@ def git_show(path: Path, rev: str, label: str) -> str:
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     relative = path.absolute().relative_to(folder)
-    try:
-        done = subprocess.run(["git", "-C", str(folder), "show", f"{rev}:./{relative.as_posix()}"],
-                              capture_output=True, text=True, timeout=60,
-                              check=False)
-    except FileNotFoundError:
-        raise DiffError(Problem("git is not installed", file=label, hint="install git, or diff files")) from None
+    commit = verify_revision(folder, rev, label, relative.as_posix())
+    done = _git(folder, ["show", "--no-textconv", "--end-of-options", f"{commit}:./{relative.as_posix()}"], label)
     if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["git show failed"])[-1].removeprefix("fatal: ")
-        raise DiffError(Problem(f"cannot read {relative.as_posix()} at revision {rev!r}: {reason}", file=label,
+        raise DiffError(Problem(f"cannot read {relative.as_posix()} at revision {rev!r}: "
+                                f"{_reason(done, 'git show failed')}", file=label,
                                 hint="check the revision (`git log -- PATH`) and that the path is tracked there"))
     return done.stdout
 

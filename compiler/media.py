@@ -9,6 +9,10 @@ a PNG named by that identity. Audio is stored as 16-bit PCM WAV, whose bytes are
 and Huffman-only zlib: Pillow exposes neither setting, and its level-1 encode of a 224 px photo
 costs about 4.5 ms against 0.8 ms here at the same size (benchmarks/image_corruptions.py measures
 it). Other modes (palette, 1-bit, 16-bit) go through Pillow. Either way the file is a plain PNG.
+
+Reading an image back (``load_image``, and ``ContentStore.get`` of an image) decodes it and
+compares the identity of its pixels with its key: a file whose pixels changed after it was
+stored is a ``CorruptObjectError``, never a silently different input (``compiler/cas.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from .atomic import write_bytes_atomic
+from .canonical import digest_bytes
 from .cas import ContentStore
 from .values import MediaRef
 
@@ -66,8 +71,26 @@ def png_bytes(image: Image.Image) -> bytes:
 
 
 def load_image(store: ContentStore, ref: MediaRef | str) -> Image.Image:
-    image = Image.open(io.BytesIO(store.get(ref)))
-    image.load()
+    """The stored image ``ref``, decoded and checked against its key (``CorruptObjectError``
+    when its pixels are not the ones it was stored as); a missing file is a FileNotFoundError."""
+    key = ref if isinstance(ref, str) else ref.sha256
+    return decode_checked(store, key, store.path_of(key).read_bytes())
+
+
+def decode_checked(store: ContentStore, key: str, data: bytes) -> Image.Image:
+    """``data`` (the file of object ``key``) decoded; refused unless its pixel identity is
+    ``key``. A file stored by the sha256 of its bytes (an image a backend returned) passes by
+    that sha256."""
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError, zlib.error... on broken files
+        if digest_bytes(data) == key:
+            raise  # stored as these very bytes: not a corrupt file, an undecodable one
+        raise store.corrupt("image", key, f"it cannot be decoded: {type(exc).__name__}: {exc}") from None
+    identity = image_identity(image)
+    if identity != key and digest_bytes(data) != key:
+        raise store.corrupt("image", key, f"its decoded pixels have identity {identity[:16]}...")
     return image
 
 

@@ -24,7 +24,7 @@ import polars as pl
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_text_atomic, write_with_atomic
 from benchc.compiler.canonical import digest_file
 from benchc.compiler.errors import Problem, RunError
-from benchc.compiler.manifest import Manifest, read_manifest
+from benchc.compiler.manifest import Manifest, read_manifest, verify_manifest
 from benchc.compiler.spec.models import Spec
 
 RESPONSES_FILE, RUN_FILE = "responses.parquet", "run.json"
@@ -53,7 +53,7 @@ def read_parquet(path: Path, what: str, hint: str) -> pl.DataFrame:
         return pl.read_parquet(path)
     except FileNotFoundError:
         raise RunError(Problem(f"no {what}", file=str(path), hint=hint)) from None
-    except (OSError, pl.exceptions.PolarsError) as exc:
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:  # polars panics on some damage
         raise RunError(Problem(f"cannot read the {what}: {_reason(exc)}", file=str(path), hint=hint)) from None
 
 
@@ -67,19 +67,26 @@ def write_text(path: Path, text: str, what: str) -> None:
 # manifests ---------------------------------------------------------------------------------
 
 def open_manifest(root: Path, hint: str = "recompile it with `benchc compile SPEC -o DIR`") -> tuple[Manifest, Spec]:
-    """The manifest at ``root`` with its spec; any unreadable part is a RunError."""
+    """The manifest at ``root`` with its spec, checked against its lock (``verify_manifest``):
+    a file edited or damaged after compile is a ManifestModifiedError, an unreadable one a
+    RunError or (unreadable JSON) a ManifestModifiedError saying "cannot read the manifest".
+    The manifest holds the items it was checked with (``manifest_items``)."""
     try:
-        manifest = read_manifest(Path(root))
+        manifest = read_manifest(Path(root), verify=False)
         spec = Spec.model_validate(manifest.spec)
     except (OSError, ValueError) as exc:  # also pydantic's ValidationError
         raise RunError(Problem(f"cannot read the manifest: {_reason(exc)}", file=str(root), hint=hint)) from None
-    if not isinstance(manifest.lock.get("manifest_digest"), str):
-        raise RunError(Problem("the manifest's lock.json has no manifest_digest", file=str(root), hint=hint))
-    return manifest, spec
+    recorded = isinstance(manifest.lock.get("manifest_digest"), str)  # else refused before items are read
+    return verify_manifest(manifest, _read_items(manifest) if recorded else None), spec
+
+
+def _read_items(manifest: Manifest) -> pl.DataFrame:
+    return read_parquet(manifest.items_path, "items table", "recompile the manifest with `benchc compile`")
 
 
 def manifest_items(manifest: Manifest) -> pl.DataFrame:
-    return read_parquet(manifest.items_path, "items table", "recompile the manifest with `benchc compile`")
+    """The items of ``manifest``: those it was checked with, when ``open_manifest`` opened it."""
+    return manifest.items() if manifest.frame is not None else _read_items(manifest)
 
 
 # run folders --------------------------------------------------------------------------------

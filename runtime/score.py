@@ -61,13 +61,20 @@ class _LazyMedia:
 
 
 def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = Path(".benchc/cache"),
-              store_dir: Path = Path(".benchc/store")) -> dict[str, Any]:
+              store_dir: Path = Path(".benchc/store"), derived: Manifest | None = None) -> dict[str, Any]:
     """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
     run recorded (moved or copied), and must have the same digest. ``cache_dir`` and
-    ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones)."""
+    ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones).
+    ``derived`` replaces the manifest folder with one made in memory from the run's checked
+    manifest (``run_manifest_of``): a report's rescoring with other metric splits or a subset of
+    the items. A folder is always checked against its lock; a derived manifest has nothing on
+    disk to check, and must hold its items and the run's manifest digest."""
     run_dir = Path(run_dir)
     record = read_run_record(run_dir)
-    manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
+    if derived is None:
+        manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
+    else:
+        manifest, spec = _derived_manifest(run_dir, record, derived)
     _check_metric_stages(manifest, spec)
     items, responses = manifest_items(manifest), read_responses(run_dir, record)
     backends = {s.get("stage"): s.get("backend") for s in record["stages"] if isinstance(s, dict)}
@@ -116,6 +123,16 @@ def run_manifest_of(run_dir: Path, record: dict[str, Any], manifest_dir: Path | 
                                hint=f"pass the manifest the run was made from (recorded: {recorded}), "
                                     "or rerun `benchc run` with this one"))
     return manifest, spec
+
+
+def _derived_manifest(run_dir: Path, record: dict[str, Any], derived: Manifest) -> tuple[Manifest, Spec]:
+    if derived.frame is None or derived.lock.get("manifest_digest") != record["manifest_digest"]:
+        raise RunError(Problem("a derived manifest must hold its items and the run's manifest digest",
+                               file=str(run_dir / RUN_FILE), hint="derive it from `run_manifest_of`'s manifest"))
+    try:
+        return derived, Spec.model_validate(derived.spec)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise RunError(Problem(f"the derived manifest's spec is not valid: {exc}", file=str(derived.root))) from None
 
 
 def _check_metric_stages(manifest: Manifest, spec: Spec) -> None:

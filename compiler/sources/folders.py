@@ -11,7 +11,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from ..errors import Problem, SourceError
-from ..paths import relative_to_roots
+from ..paths import check_within_roots, relative_to_roots
 from ..values import Record
 from .base import SOURCES, LoadedSource, SourceContext, SourceLoader, SourceParams
 from .tables import At, MediaFiles, RowError, collect, folder_digest
@@ -42,6 +42,9 @@ class FolderSource(SourceLoader):
         if not paths:
             raise SourceError(Problem(f"no {', '.join(sorted(wanted))} files in {folder}",
                                       key="source.folder"))
+        for path in paths:  # a symlink to a file outside the data roots is never read
+            name = f"{params.folder.rstrip('/')}/{path.relative_to(folder).as_posix()}"
+            check_within_roots(path, ctx.roots, "source.folder", name, ctx.spec_file)
         files = MediaFiles(ctx, params.folder, "source.folder")
         records = collect(ctx, ((At(p), p.relative_to(folder).as_posix()) for p in paths),
                           lambda name: self._record(name, files, params.labels))
