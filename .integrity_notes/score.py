@@ -1,0 +1,153 @@
+"""``benchc score``: a run's responses + the manifest -> metric results (scores.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchc.compiler.errors import BenchcError, Problem, RunError, SpecError
+from benchc.compiler.manifest import SPEC_FILE, Manifest
+from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems
+from benchc.compiler.spec.models import Answer, Spec
+
+from .answers import describe, extract_all
+from .embed import load_embedder
+from .metrics import METRICS, MetricInput, MetricResult
+from .metrics.base import ScoredItem
+from .runfolder import RUN_FILE, manifest_items, open_manifest, read_responses, read_run_record, write_text
+
+SCORES_FILE = "scores.json"
+
+
+def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: str,
+                          answer: Answer | None = None) -> list[ScoredItem]:
+    """The items with their answers of ``stage``, read by the spec's ``[answer]`` extraction."""
+    answers = (responses.filter(pl.col("stage") == stage).sort("item_id", "sample")
+               .group_by("item_id", maintain_order=True).agg(pl.col("text"), pl.col("blob")))
+    by_item = {row["item_id"]: (extract_all((t or "" for t in row["text"]), answer), tuple(row["blob"]))
+               for row in answers.iter_rows(named=True)}
+    out = []
+    wanted = ("item_id", "group_id", "attrs", "targets", "node", "prompt", "media")
+    columns = [c for c in wanted if c in items.columns]
+    for row in items.select(columns).iter_rows(named=True):
+        if row["item_id"] not in by_item:
+            raise BenchcError(Problem(f"item {row['item_id']!r} has no {stage!r} response in this run",
+                                      hint="rerun `benchc run`; it resumes where it stopped"))
+        texts, blobs = by_item[row["item_id"]]
+        media = tuple((m["kind"], m["sha256"]) for m in json.loads(row.get("media") or "[]"))
+        out.append(ScoredItem(row["item_id"], row["group_id"], json.loads(row["attrs"]),
+                              json.loads(row["targets"]), texts, node=row.get("node") or "",
+                              prompt=row.get("prompt") or "", media=media, blobs=blobs))
+    return out
+
+
+class _LazyMedia:
+    """Item media and media answers, read from the compile cache and the response store, which
+    are opened on the first read (most metrics read none)."""
+
+    def __init__(self, cache_dir: Path, store_dir: Path) -> None:
+        self.cache_dir, self.store_dir = Path(cache_dir), Path(store_dir)
+        self._source: Any = None
+
+    def __call__(self, kind: str, sha256: str) -> bytes:
+        if self._source is None:
+            from .executor import MediaSource
+
+            self._source = MediaSource(self.cache_dir, self.store_dir)
+        return self._source(kind, sha256)
+
+
+def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = Path(".benchc/cache"),
+              store_dir: Path = Path(".benchc/store"), derived: Manifest | None = None) -> dict[str, Any]:
+    """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
+    run recorded (moved or copied), and must have the same digest. ``cache_dir`` and
+    ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones).
+    ``derived`` replaces the manifest folder with one made in memory from the run's checked
+    manifest (``run_manifest_of``): a report's rescoring with other metric splits or a subset of
+    the items. A folder is always checked against its lock; a derived manifest has nothing on
+    disk to check, and must hold its items and the run's manifest digest."""
+    run_dir = Path(run_dir)
+    record = read_run_record(run_dir)
+    if derived is None:
+        manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
+    else:
+        manifest, spec = _derived_manifest(run_dir, record, derived)
+    _check_metric_stages(manifest, spec)
+    items, responses = manifest_items(manifest), read_responses(run_dir, record)
+    backends = {s.get("stage"): s.get("backend") for s in record["stages"] if isinstance(s, dict)}
+    results = []
+    media = _LazyMedia(cache_dir, store_dir)
+    for metric in spec.metric:
+        params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+        implementation = METRICS.get(metric.name)
+        stage = params.stage or spec.stage[-1].id
+        for needed in [stage, *params.extra_stages()]:
+            if needed not in backends:
+                raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
+                                       hint="rerun `benchc run`; it resumes where it stopped"))
+        data = MetricInput(_items_with_responses(items, responses, stage, spec.answer),
+                           load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
+                           backends[stage],
+                           stages={s: _items_with_responses(items, responses, s, spec.answer)
+                                   for s in params.extra_stages()},
+                           media=media)
+        result = implementation.score(params, data)
+        read = describe(spec.answer)
+        if read is not None:
+            result.notes.append(read)
+        results.append(result)
+    scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
+              "model": record.get("model"), "items": items.height,
+              "metrics": [_result_json(r) for r in results]}
+    write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
+    return scores
+
+
+def run_manifest_of(run_dir: Path, record: dict[str, Any], manifest_dir: Path | None) -> tuple[Manifest, Spec]:
+    """The manifest a run was made from: the recorded one, or ``manifest_dir`` if its digest matches."""
+    recorded = Path(record["manifest"])
+    record_file = str(run_dir / RUN_FILE)
+    if manifest_dir is None and not recorded.is_dir():
+        raise RunError(Problem(f"the manifest this run was made from is gone: {recorded}", file=record_file,
+                               hint="pass --manifest DIR with that manifest (moved or copied elsewhere)"))
+    path = Path(manifest_dir) if manifest_dir is not None else recorded
+    manifest, spec = open_manifest(path)
+    found, wanted = manifest.lock["manifest_digest"], record["manifest_digest"]
+    if found != wanted:
+        what = "--manifest" if manifest_dir is not None else "the recorded manifest (it was recompiled since)"
+        raise RunError(Problem(f"{what} {path} has digest {found[:16]}, but this run was made from a manifest "
+                               f"with digest {wanted[:16]}", file=record_file,
+                               hint=f"pass the manifest the run was made from (recorded: {recorded}), "
+                                    "or rerun `benchc run` with this one"))
+    return manifest, spec
+
+
+def _derived_manifest(run_dir: Path, record: dict[str, Any], derived: Manifest) -> tuple[Manifest, Spec]:
+    if derived.frame is None or derived.lock.get("manifest_digest") != record["manifest_digest"]:
+        raise RunError(Problem("a derived manifest must hold its items and the run's manifest digest",
+                               file=str(run_dir / RUN_FILE), hint="derive it from `run_manifest_of`'s manifest"))
+    try:
+        return derived, Spec.model_validate(derived.spec)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise RunError(Problem(f"the derived manifest's spec is not valid: {exc}", file=str(derived.root))) from None
+
+
+def _check_metric_stages(manifest: Manifest, spec: Spec) -> None:
+    """Metrics read text: refuse, before any embedder loads, a metric on an audio stage."""
+    problems = [Problem(p.message, file=str(Path(manifest.root) / SPEC_FILE), key=p.key, hint=p.hint)
+                for p in metric_stage_problems(spec)]
+    if problems:
+        raise SpecError(problems)
+
+
+def _round(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def _result_json(result: MetricResult) -> dict[str, Any]:
+    return {"name": result.name, "columns": result.columns,
+            "rows": [{k: _round(v) for k, v in row.items()} for row in result.rows],
+            "details": result.details, "notes": result.notes}
