@@ -78,7 +78,7 @@ def test_a_template_bomb_fails_fast_naming_the_key(tmp_path: Path, template: str
     assert not out.exists()
 
 
-# --- template bombs, in one subprocess ------------------------------------------------------------
+# --- every bounded construct, each in its own subprocess -----------------------------------------
 
 SCRIPT = """
 import json, sys
@@ -102,6 +102,7 @@ LIMITED = [
     ("{{ range(10**9)|list }}", "range() of 1,000,000,000 numbers (limit 100,000)"),
     ("{{ 'x'.ljust(10**9) }}", "str.ljust() width 1,000,000,000"),
     ("{{ 'x'.center(10**9) }}", "str.center() width"),
+    ("{{ ('x'|safe).rjust(10**9) }}", "Markup.rjust() width"),
     ("{{ 'x'|center(10**9) }}", "filter 'center' width"),
     ("{{ '%1000000000d' % 5 }}", "'%' formatting would pad"),
     ("{{ '%s'|format('x') ~ '%1000000000s'|format('y') }}", "filter 'format' would pad"),
@@ -115,6 +116,7 @@ LIMITED = [
     ("{{ [1]|batch(10**10, 0)|list }}", "filter 'batch' line count"),
     ("{{ ['x' * 999999] * 1000 }}", "an output would make a text of over 1,000,000 characters"),
     ("{{ (['x' * 999999] * 1000)|join }}", "filter 'join' would make a text"),
+    ("{{ ('x' * 999999)|join('y' * 999999) }}", "filter 'join' would make a text"),
     ("{{ ', '.join(['x' * 999999] * 1000) }}", "join() would make a text"),
     ("{{ (['x' * 999] * 999)|tojson(indent=10**5) }}", "filter 'tojson' would make a text"),
     ("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
@@ -124,11 +126,9 @@ LIMITED = [
     ("{% set ns = namespace(a=[1]) %}{% for i in range(1000) %}{% set ns.a = [ns.a] * 999999 %}{% endfor %}",
      "made or inspected over 20,000,000 elements"),
     ("{% for i in range(100) %}{{ 'x' * 100000 }}{% endfor %}", "the rendered text is over 1,000,000 characters"),
-    ("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}",
-     STEPS),
+    ("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}", STEPS),
     ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "recurses too deeply"),
-    ("{% for x in [0] recursive %}{% if x < 4 %}{{ loop([x + 1] * 100) }}{% endif %}{% endfor %}",
-     STEPS),
+    ("{% for x in [0] recursive %}{% if x < 4 %}{{ loop([x + 1] * 100) }}{% endif %}{% endfor %}", STEPS),
     ("{{ " + "(" * 500 + "1" + ")" * 500 + " }}", "nests too deeply"),
 ]
 
