@@ -31,7 +31,9 @@ import polars as pl
 from benchc import api
 from benchc.compiler.diff import signals_of, spec_changes
 from benchc.compiler.diff_items import item_diff
-from benchc.compiler.manifest import ITEM_SCHEMA, LOCK_VERSION, MANIFEST_SCHEMA_VERSION, lock_text
+from benchc.compiler.canonical import canonical_json
+from benchc.compiler.manifest import (ITEM_SCHEMA, LOCK_VERSION, MANIFEST_SCHEMA_VERSION, items_digest, lock_text,
+                                      spec_digest_of)
 
 TARGET = 2.0
 VARIANTS = 4  # items per record
@@ -117,10 +119,10 @@ def write_manifest(folder: Path, items: pl.DataFrame, spec: dict) -> Path:
     folder.mkdir(parents=True)
     items.write_parquet(folder / "items.parquet", compression="zstd", statistics=False)
     lock = {"lock_version": LOCK_VERSION, "manifest_schema": MANIFEST_SCHEMA_VERSION, "hash_recipe": 2,
-            "benchmark": spec["benchmark"], "spec_digest": "x", "item_count": items.height,
-            "manifest_digest": str(items.hash_rows().sum())}
+            "benchmark": spec["benchmark"], "spec_digest": spec_digest_of(spec), "item_count": items.height,
+            "manifest_digest": items_digest(items)}
     (folder / "lock.json").write_text(lock_text(lock))
-    (folder / "spec.json").write_text(json.dumps(spec))
+    (folder / "spec.json").write_text(canonical_json(spec) + "\n")
     return folder
 
 

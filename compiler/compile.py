@@ -28,8 +28,8 @@ from .errors import BenchcError, Problem, SpecError, SourceError
 from .expand import Variant, expand
 from .ops.base import library_versions
 from .model_steps import ModelClient, ModelSteps
-from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, check_output_dir, is_manifest_dir,
-                       manifest_digest, read_manifest, write_manifest)
+from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, Manifest, ManifestModifiedError, check_output_dir,
+                       is_manifest_dir, manifest_digest, read_manifest, write_manifest)
 from .metric_attrs import check_metric_attrs
 from .metrics import is_template
 from .registry import did_you_mean
@@ -93,9 +93,9 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         source = _load_source(resolved, loaded, store, options)
         memo_key = _memo_key(resolved, source, model_pins, select_pins)
         memo_dir = store.root / "compiled" / memo_key
-        if options.use_memo and is_manifest_dir(memo_dir):
-            _copy_dir(memo_dir, Path(out_dir))
-            return CompileResult(Path(out_dir), read_manifest(Path(out_dir)).lock, True, 0)
+        hit = _memo_hit(memo_dir, Path(out_dir)) if options.use_memo else None
+        if hit is not None:
+            return CompileResult(Path(out_dir), hit.lock, True, 0)
         rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins, select_pins)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
@@ -103,6 +103,21 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         return CompileResult(Path(out_dir), lock, False, ops_run, models.prompts_asked)
     finally:
         store.close()
+
+
+def _memo_hit(memo_dir: Path, out_dir: Path) -> Manifest | None:
+    """The memo of an unchanged compile, checked against its lock before it is handed out. The
+    memo is a cache, rebuilt from spec and data: one that was edited or damaged is dropped and
+    the compile runs, never reported "(unchanged)" (issue 13)."""
+    if not is_manifest_dir(memo_dir):
+        return None
+    try:
+        manifest = read_manifest(memo_dir)
+    except ManifestModifiedError:
+        shutil.rmtree(memo_dir, ignore_errors=True)
+        return None
+    _copy_dir(memo_dir, out_dir)
+    return manifest
 
 
 def spec_document(resolved: Resolved) -> dict[str, Any]:

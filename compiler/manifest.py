@@ -108,8 +108,7 @@ class ManifestModifiedError(IntegrityError):
     """A manifest folder whose files no longer match its lock (edited or damaged after compile)."""
 
 
-RECOMPILE = ("recompile the spec (`benchc compile SPEC -o DIR`); if `benchc compile` itself says this, its memo "
-             "was modified: delete the compile cache's compiled/ folder and compile again")
+RECOMPILE = "recompile the spec (`benchc compile SPEC -o DIR`)"
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,16 @@ per-colour, per-line and per-shape tables (Tables 9-11) of a spec that scores al
 function: the scratch manifest keeps only the groups shown, each item's attributes gain the
 group's id under ``GROUP_ATTR``, and every metric is split by it as well.
 
-Either way the scratch manifest has the same lock (and digest) as the run's manifest; only its
-spec's metric parameters, or its items' attributes, differ.
+Either way the run's manifest is read and checked against its lock once (``run_manifest_of``),
+and the manifest scored is derived from it in memory (``score_run(derived=...)``): the same
+lock (and digest), only its spec's metric parameters, or its items and their attributes, differ.
+No edited copy is written to disk, where it would rightly be refused as modified.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -25,9 +27,9 @@ from typing import Any
 
 import polars as pl
 
-from benchc.compiler.manifest import ITEMS_FILE, LOCK_FILE, SPEC_FILE, Manifest
+from benchc.compiler.manifest import Manifest
 
-from .runfolder import RESPONSES_FILE, RUN_FILE, read_responses, read_run_record
+from .runfolder import RESPONSES_FILE, RUN_FILE, manifest_items, read_responses, read_run_record
 from .score import run_manifest_of, score_run
 
 GROUP_ATTR = "__group__"
@@ -44,12 +46,13 @@ def run_manifest(run_dir: Path, manifest_dir: Path | None = None) -> tuple[dict[
     return record, manifest, spec
 
 
-def _score(run_dir: Path, manifest_dir: Path, media: Media) -> dict[str, Any]:
-    """``score_run`` with the run's compile cache and store, when given (metrics that look at
-    media read them; without them score_run's defaults apply)."""
+def _score(run_dir: Path, manifest: Manifest, media: Media) -> dict[str, Any]:
+    """``score_run`` of ``manifest`` (derived from the run's checked one) with the run's compile
+    cache and store, when given (metrics that look at media read them; without them score_run's
+    defaults apply)."""
     cache_dir, store_dir = media
     folders = {k: v for k, v in (("cache_dir", cache_dir), ("store_dir", store_dir)) if v is not None}
-    return score_run(run_dir, manifest_dir, **folders)
+    return score_run(run_dir, derived=manifest, **folders)
 
 
 def rescore(run_dir: Path, manifest_dir: Path | None = None, *, by: Sequence[str] | None = None,
@@ -61,13 +64,12 @@ def rescore(run_dir: Path, manifest_dir: Path | None = None, *, by: Sequence[str
         root = Path(scratch)
         run_copy = _copy_run(Path(run_dir), root / "run")
         if by is None:
-            return _score(run_copy, manifest.root, media)
+            return _score(run_copy, manifest, media)
 
         def edit(entry: dict[str, Any]) -> dict[str, Any]:
             return {**entry, "by": list(by)} if metric is None or entry.get("name") == metric else entry
 
-        scratch_manifest = _scratch_manifest(manifest, root / "manifest", edit)
-        return _score(run_copy, scratch_manifest, media)
+        return _score(run_copy, _derived(manifest, edit), media)
 
 
 def group_scores(run_dir: Path, manifest_dir: Path | None, groups: Sequence[str],
@@ -80,7 +82,7 @@ def group_scores(run_dir: Path, manifest_dir: Path | None, groups: Sequence[str]
     with tempfile.TemporaryDirectory(prefix="benchc-groups-") as scratch:
         root = Path(scratch)
         run_copy = _copy_run(Path(run_dir), root / "run")
-        items = pl.read_parquet(manifest.items_path).filter(pl.col("group_id").is_in(sorted(wanted)))
+        items = manifest_items(manifest).filter(pl.col("group_id").is_in(sorted(wanted)))
         items = items.with_columns(pl.Series("attrs", [
             json.dumps({**json.loads(a), GROUP_ATTR: g}, sort_keys=True)
             for a, g in zip(items["attrs"], items["group_id"])], dtype=pl.String))
@@ -88,8 +90,7 @@ def group_scores(run_dir: Path, manifest_dir: Path | None, groups: Sequence[str]
         def edit(entry: dict[str, Any]) -> dict[str, Any]:
             return {**entry, "by": [*entry.get("by", []), GROUP_ATTR]}
 
-        scratch_manifest = _scratch_manifest(manifest, root / "manifest", edit, items)
-        scores = _score(run_copy, scratch_manifest, media)
+        scores = _score(run_copy, _derived(manifest, edit, items), media)
     out: dict[str, list[dict[str, Any]]] = {g: [] for g in groups}
     for metric in scores["metrics"]:
         columns = [c for c in metric["columns"] if c != GROUP_ATTR]
@@ -108,20 +109,11 @@ def _copy_run(run_dir: Path, target: Path) -> Path:
     return target
 
 
-def _scratch_manifest(manifest: Manifest, target: Path, edit_metric: Any, items: pl.DataFrame | None = None) -> Path:
-    target.mkdir(parents=True)
-    shutil.copyfile(manifest.root / LOCK_FILE, target / LOCK_FILE)
-    spec = json.loads((manifest.root / SPEC_FILE).read_text(encoding="utf-8"))
-    spec["metric"] = [edit_metric(dict(entry)) for entry in spec.get("metric", [])]
-    (target / SPEC_FILE).write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
-    if items is not None:
-        items.write_parquet(target / ITEMS_FILE)
-    else:
-        try:
-            os.symlink(manifest.items_path.resolve(), target / ITEMS_FILE)
-        except OSError:
-            shutil.copyfile(manifest.items_path, target / ITEMS_FILE)
-    return target
+def _derived(manifest: Manifest, edit_metric: Any, items: pl.DataFrame | None = None) -> Manifest:
+    """``manifest`` with each metric entry of its spec passed through ``edit_metric`` and, when
+    given, other items: in memory, with the lock of the manifest it came from."""
+    spec = {**manifest.spec, "metric": [edit_metric(dict(entry)) for entry in manifest.spec.get("metric", [])]}
+    return dataclasses.replace(manifest, spec=spec, frame=items if items is not None else manifest_items(manifest))
 
 
 def metric_splits(spec: Any) -> list[list[str]]:

@@ -144,20 +144,26 @@ def test_rephrasing_and_question_building_specs_run_on_a_text_only_model(tmp_pat
     assert lock["model_steps"]["rephrased"][0]["fingerprint"]["model"] == model_digest(
         str((models["llm"] / "models" / "llm").resolve()))
 
-    stdout, lock = compile_cli(RELATIONS, tmp_path / "q", models["llm"], tmp_path / "c", tmp_path / "s")
-    assert answered(stdout)[1] == 8  # `question` repeats `asked`: the same requests, from the store
-    built = pl.read_parquet(tmp_path / "q" / "items.parquet").filter(pl.col("node") == "asked")
-    assert built.height + sum(lock["dropped"].get("asked", {}).values()) == 8
-    assert all(t.endswith("?") for t in built["text"])
+    # The random model's 8 built questions are gibberish: the validator drops each one (in both
+    # nodes; `question` repeats `asked` from the store), and a manifest of 0 items is refused
+    # with the counts rather than written (issue 13).
+    done = cli("compile", RELATIONS, "-o", tmp_path / "q", "--data-root", models["llm"],
+               "--cache", tmp_path / "c", "--store", tmp_path / "s")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "the manifest would have 0 items" in done.stderr
+    assert "asked: 8 not a yes/no question" in done.stderr
+    assert "question: 8 not a yes/no question" in done.stderr
+    assert not (tmp_path / "q").exists()
 
 
 def test_the_vlm_check_spec_asks_about_both_images(tmp_path: Path, models: dict[str, Path]) -> None:
-    stdout, lock = compile_cli(VLM_CHECK, tmp_path / "v", models["llm"], tmp_path / "c", tmp_path / "s")
-    assert answered(stdout) == (6, 6)
-    frame = pl.read_parquet(tmp_path / "v" / "items.parquet")
-    assert frame.height + sum(lock["dropped"].get("checked", {}).values()) == 6
-    assert set(lock["dropped"].get("checked", {})) <= {"VLM check failed", "unclear VLM answer"}
-    assert lock["model_steps"]["checked"][0]["backend"] == "hf:models/vlm"
+    # The random VLM answers neither yes nor no to any of the 6 checks: every variant is dropped
+    # and the empty manifest is refused with the reason and the count (issue 13).
+    done = cli("compile", VLM_CHECK, "-o", tmp_path / "v", "--data-root", models["llm"],
+               "--cache", tmp_path / "c", "--store", tmp_path / "s")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "the manifest would have 0 items" in done.stderr and "checked: 6 unclear VLM answer" in done.stderr
+    assert not (tmp_path / "v").exists()
 
 
 def test_a_missing_model_fails_before_any_work_with_the_node_and_line(tmp_path: Path) -> None:

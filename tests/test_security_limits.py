@@ -14,11 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from benchc.compiler import diff_inputs
+from benchc.compiler.cas import ContentStore
 from benchc.compiler.diff_inputs import DiffError, git_show, parse_ref
 from benchc.compiler.errors import SourceError
 from benchc.compiler.paths import resolve_in_roots
+from benchc.compiler.sources import SOURCES, SourceContext
 from benchc.compiler.templates import TemplateProblem, compile_template, render
 from conftest import ROOT
 from source_helpers import load, write_image
@@ -341,3 +344,38 @@ def test_a_spec_path_through_a_symlink_must_stay_in_the_roots(tmp_path: Path) ->
     assert resolve_in_roots("shared/t.csv", [spec_dir, data_root], "source.path") == (data_root / "t.csv").resolve()
     with pytest.raises(SourceError, match="escapes the data roots"):
         resolve_in_roots("shared/t.csv", [spec_dir], "source.path")
+
+
+@needs_symlinks
+def test_an_image_a_table_names_through_a_symlink_out_of_the_roots_is_never_read(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write_image(root / "images" / "a.png", (1, 2, 3))
+    write_image(outside / "b.png", (4, 5, 6))
+    (root / "images" / "b.png").symlink_to(outside / "b.png")
+    (root / "rows.csv").write_text("id,image,question\n1,a.png,q1\n2,b.png,q2\n")
+    params = {"path": "rows.csv", "id": "id", "image_column": "image", "images": "images"}
+    # not a bad row that on_error = "skip" could pass over: the load stops
+    for on_error in ("fail", "skip"):
+        with pytest.raises(SourceError, match="'b.png' is a symlink to .*outside the data roots"):
+            load("table", root, on_error=on_error, **params)
+    (root / "images" / "b.png").unlink()
+    (root / "images" / "b.png").symlink_to(root / "images" / "a.png")  # inside the roots: fine
+    loaded, _ = load("table", root, **params)
+    assert [r.id for r in loaded.records] == ["1", "2"]
+
+
+@needs_symlinks
+def test_a_dataset_folder_with_a_shard_linked_out_of_the_roots_is_refused_before_reading(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "ds").mkdir(parents=True)
+    outside.mkdir()
+    pl.DataFrame({"id": ["1"], "question": ["q"]}).write_parquet(root / "ds" / "train-00000-of-00002.parquet")
+    pl.DataFrame({"id": ["2"], "question": ["r"]}).write_parquet(outside / "secret.parquet")
+    (root / "ds" / "train-00001-of-00002.parquet").symlink_to(outside / "secret.parquet")
+    with pytest.raises(SourceError, match="'ds/train-00001-of-00002.parquet' is a symlink to .*outside"):
+        load("hf_dataset", root, path="ds", split="train", id="id")
+    # with the linked folder as a data root too, the same dataset loads
+    loader = SOURCES.get("hf_dataset")
+    ctx = SourceContext(roots=[root, outside], store=ContentStore(root / ".store"), on_error="fail")
+    loaded = loader.load(loader.Params(path="ds", split="train", id="id"), ctx)
+    assert [r.id for r in loaded.records] == ["1", "2"]

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from ..errors import Problem, SourceError
-from ..paths import relative_to_roots
+from ..paths import check_within_roots, relative_to_roots
 from ..values import MediaRef, Record
 from .base import SOURCES, LoadedSource, SourceContext, SourceLoader, SourceParams
 from .tables import (
@@ -157,6 +157,7 @@ class HfDatasetSource(SourceLoader):
         folder = ctx.resolve(params.path, key="source.path")
         if (folder / "dataset_dict.json").is_file():
             folder = self._split_folder(folder, params.split)
+        _refuse_links_out(folder, params.path, ctx)
         if (folder / "state.json").is_file():
             return self._load_saved(folder, params, ctx)
         return self._load_shards(self._shards(folder, params.split), params, ctx)
@@ -207,6 +208,16 @@ class HfDatasetSource(SourceLoader):
             raise SourceError(Problem(f"no Parquet files{of_split} and no save_to_disk dataset in {folder}",
                                       key="source.path"))
         return shards
+
+
+def _refuse_links_out(folder: Path, written: str, ctx: SourceContext) -> None:
+    """Every file of a dataset folder, before any is read: a symlink in it that leads outside the
+    data roots is refused (issue 13). A snapshot whose files link into a blob folder is readable
+    when that folder is a data root too (``--data-root``)."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            name = f"{written.rstrip('/')}/{path.relative_to(folder).as_posix()}"
+            check_within_roots(path, ctx.roots, "source.path", name, ctx.spec_file)
 
 
 SOURCES.register(TableSource.name, TableSource())

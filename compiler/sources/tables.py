@@ -28,7 +28,7 @@ from PIL import Image, UnidentifiedImageError
 from ..canonical import digest, digest_file
 from ..errors import Problem, SourceError
 from ..media import put_image, wav_bytes
-from ..paths import inside
+from ..paths import check_within_roots, inside
 from ..values import MediaRef, Record
 from .base import FileDigest, SourceContext
 
@@ -296,7 +296,8 @@ class MediaFiles:
             if not inside(candidate, self.folder):
                 raise RowError(f"file name {name!r} escapes {self.key}")
             if candidate.is_file():
-                return candidate
+                # a link that leads outside the data roots is refused, not read (issue 13)
+                return check_within_roots(candidate, self.ctx.roots, self.key, name, self.ctx.spec_file)
         raise RowError(f"file {names[0]!r} not found in {self.key} ({self.folder})")
 
     def image(self, *names: str) -> MediaRef:
