@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from benchc import api
 from benchc.compiler.cas import ContentStore
-from benchc.compiler.errors import BenchcError, OpError
+from benchc.compiler.errors import BenchcError, OpError, SpecError
 from benchc.compiler.media import image_identity, load_image, put_image
 from benchc.compiler.ops import OPS, OpContext, OpOutput
 from benchc.compiler.ops._pretrained import folder_digest
@@ -431,9 +431,11 @@ def test_hf_weights_are_part_of_the_node_key(tmp_path: Path, detectors) -> None:
     spec, model = tmp_path / "spec.toml", tmp_path / "detector"
     shutil.copytree(root / "match", model)
     spec.write_text(DETECTOR_SPEC.format(sha=digests["match"]))
-    first = api.compile(spec, tmp_path / "m1", cache_dir=tmp_path / "c")
-    assert first.lock["dropped"] == {"gone": {"removed object still detected": 1}}
-    assert first.lock["item_count"] == 0
+    # the matching detector still sees the removed object: the one variant is dropped, and a
+    # manifest of 0 items is refused with the reason (issue 13)
+    with pytest.raises(SpecError, match="0 items from the nodes .dropped: gone: 1 removed object still detected"):
+        api.compile(spec, tmp_path / "m1", cache_dir=tmp_path / "c")
+    assert not (tmp_path / "m1").exists()
     shutil.rmtree(model)
     shutil.copytree(root / "other", model)
     with pytest.raises(OpError, match=digests["other"]):
