@@ -179,6 +179,29 @@ def score(run_dir: Path | str, manifest_dir: Path | str | None = None, *, cache_
                      store_dir=Path(store_dir))
 
 
+def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], manifest_dir: Path | str | None = None) -> Any:
+    """Write a scored run's results in lm-evaluation-harness's schema (``RUN/lm-eval/``:
+    results.json and a per-sample JSONL); ``scores`` is what ``score`` returned for it."""
+    from .runtime.export_lmeval import export_lm_eval as export
+
+    return export(Path(run_dir), scores, Path(manifest_dir) if manifest_dir else None)
+
+
+def import_answers(manifest_dir: Path | str, answers: Path | str, run_dir: Path | str, *, key: str = "id",
+                   format: str = "auto", model: str | None = None, stage: str | None = None,
+                   answer_column: str | None = None, id_column: str | None = None, allow_missing: bool = False,
+                   ignore_unmatched: bool = False) -> Any:
+    """A run folder from answers produced outside benchc (JSONL, CSV, lm-eval/lmms-eval samples),
+    matched to the manifest's items by item id or rendered prompt (``runtime.import_answers``);
+    ``score`` and ``report`` then read it as a run of ``run``."""
+    from .runtime.import_answers import ImportOptions
+    from .runtime.import_answers import import_answers as run_import
+
+    options = ImportOptions(format=format, key=key, model=model, stage=stage, answer_column=answer_column,
+                            id_column=id_column, allow_missing=allow_missing, ignore_unmatched=ignore_unmatched)
+    return run_import(Path(manifest_dir), Path(answers), Path(run_dir), options)
+
+
 def report(run_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
            store_dir: Path | str = DEFAULT_STORE) -> Path:
     """report.md and the report folder (tables, figures, index.html); the item browser reads
@@ -200,16 +223,33 @@ def report_folder(run_dir: Path | str, out_dir: Path | str | None = None, *, cac
                         by=list(by or []), max_groups=max_groups, browser=browser)  # type: ignore[arg-type]
 
 
-def reproduce(paper: Path | str, *, record: bool = False, check: bool = True) -> Any:
+def reproduce(paper: Path | str, *, record: bool = False, check: bool = True, make: bool = True,
+              progress: bool = True) -> Any:
     """Regenerate a paper file's tables and figures from its runs; ``record`` writes their hashes
-    into the paper file, else (with ``check``) any drift raises CheckFailed (exit 1)."""
+    into the paper file, else (with ``check``) any drift raises CheckFailed (exit 1). With
+    ``make``, a run whose folder is missing is compiled and run from its ``[run.make]`` recipe
+    first (answers the response store holds are not asked again)."""
     from .runtime.reproduce import check as check_drift
     from .runtime.reproduce import reproduce as run_reproduce
 
-    result = run_reproduce(Path(paper), record=record)
+    def make_run(order: Any) -> None:
+        _make_paper_run(order, progress)
+
+    result = run_reproduce(Path(paper), record=record, make_run=make_run if make else None)
     if check:
         check_drift(result, Path(paper))
     return result
+
+
+def _make_paper_run(order: Any, progress: bool) -> None:
+    """A paper's ``[run.make]``: compile its spec (checked against the spec's lock like any
+    compile) and run it, into the folders the paper file names."""
+    folders: dict[str, Any] = {k: v for k, v in (("cache_dir", order.cache_dir), ("store_dir", order.store_dir))
+                               if v is not None}
+    compiled = compile(order.spec_file, order.manifest_dir, workers=order.workers, overrides=order.overrides,
+                       data_roots=order.data_roots, progress=progress, **folders)
+    run(compiled.manifest_dir, order.run_dir, model=order.model, backends=order.backends, workers=order.workers,
+        progress=progress, **folders)
 
 
 def check_reproduction(result: Any, paper: Path | str) -> None:
@@ -398,4 +438,4 @@ def plan(manifest_dir: Path | str, *, model: str | None = None, cache_dir: Path 
 
 
 __all__ = ["validate", "compile", "run", "score", "report", "evaluate", "preview", "read_manifest",
-           "BenchcError"]
+           "import_answers", "export_lm_eval", "BenchcError"]

@@ -181,16 +181,73 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
                    f"({outcome.cached} cached, {outcome.ran} run)")
 
 
+SCORE_FORMATS = ("benchc", "lm-eval")
+
+
 @app.command()
 def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
           manifest: Annotated[Path | None, typer.Option(
               "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None,
-          cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
+          cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
+          format_: Annotated[str, typer.Option(
+              "--format", help="benchc (scores.json), or lm-eval: also RUN_DIR/lm-eval/results.json and a "
+                               "per-sample JSONL in lm-evaluation-harness's schema")] = "benchc") -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
+    from .compiler.errors import BenchcError, Problem
 
+    if format_ not in SCORE_FORMATS:
+        raise BenchcError(Problem(f"unknown --format {format_!r}", key="--format",
+                                  hint=f"one of {', '.join(SCORE_FORMATS)}"))
     scores = api.score(run_dir, manifest, cache_dir=cache, store_dir=store)
     typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
+    for metric in scores["metrics"]:  # numbers that may mislead are said where they are made
+        for note in metric.get("notes", []):
+            if str(note).startswith("WARNING:"):
+                typer.echo(f"  {metric.get('name')}: {note}", err=True)
+    if format_ == "lm-eval":
+        export = api.export_lm_eval(run_dir, scores, manifest)
+        typer.echo(f"lm-eval: {export.tasks} task(s) -> {export.results}; {export.samples_written} sample(s) "
+                   f"-> {export.samples}")
+
+
+@app.command("import")
+def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest the answers are for")],
+            answers: Annotated[Path, typer.Argument(help="answers: JSONL or CSV (item_id/id or prompt, and "
+                                                          "response/answer), or lm-eval/lmms-eval --log_samples JSONL")],
+            out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
+            key: Annotated[str, typer.Option("--key", help="id: match rows by item id; prompt: by the rendered "
+                                                           "prompt (and media_sha256 where prompts repeat)")] = "id",
+            format_: Annotated[str, typer.Option("--format", help="auto, jsonl, csv, lm-eval or lmms-eval")] = "auto",
+            model: Annotated[str | None, typer.Option("--model", "-m", help="the name of the model that answered "
+                                                                            "(for the scores and the report)")] = None,
+            stage: Annotated[str | None, typer.Option("--stage", help="the stage of rows that name none "
+                                                                      "(default: the stage the metrics read)")] = None,
+            answer_column: Annotated[str | None, typer.Option("--answer-column", help="the column (JSONL key) "
+                                                                                      "holding the answers")] = None,
+            id_column: Annotated[str | None, typer.Option("--id-column", help="the column holding item ids "
+                                                                              "(--key id)")] = None,
+            allow_missing: Annotated[bool, typer.Option("--allow-missing", help="import even if items have no "
+                                                                                "answer: they score as unanswered, "
+                                                                                "and run.json counts them")] = False,
+            ignore_unmatched: Annotated[bool, typer.Option("--ignore-unmatched", help="skip (and count) rows of "
+                                                                                      "items not in the manifest")] = False) -> None:
+    """Import answers produced outside benchc into a run folder, checked against a compiled
+    manifest, so that `benchc score` and `benchc report` read it like a `benchc run` folder."""
+    from . import api
+
+    result = api.import_answers(manifest, answers, out, key=key, format=format_, model=model, stage=stage,
+                                answer_column=answer_column, id_column=id_column, allow_missing=allow_missing,
+                                ignore_unmatched=ignore_unmatched)
+    bench = result.benchmark
+    typer.echo(f"imported {result.answers} answer(s) ({result.format}, by {result.key}) for {result.items} item(s) "
+               f"of {bench['name']} {bench['version']}, manifest {result.manifest_digest[:16]} -> {result.run_dir}")
+    for count, what in ((result.repeats, "identical repeated row(s) counted once"),
+                        (result.unmatched_ignored, "row(s) of items outside the manifest skipped (--ignore-unmatched)"),
+                        (result.missing, f"of {result.expected} answer(s) missing, recorded as unanswered "
+                                         "(--allow-missing)")):
+        if count:
+            typer.echo(f"  {count} {what}")
 
 
 @app.command()

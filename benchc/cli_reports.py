@@ -49,13 +49,17 @@ def register(app: typer.Typer) -> None:
             paper: Annotated[Path, typer.Argument(help="a paper file (.toml) listing runs, tables and figures")],
             record: Annotated[bool, typer.Option("--record", help="write the hashes of what is generated now "
                                                   "into the paper file")] = False,
+            make: Annotated[bool, typer.Option("--make/--no-make", help="compile and run, from its [run.make], "
+                                               "each run whose folder is missing")] = True,
     ) -> None:
         """Regenerate a paper's tables and figures from its pinned runs (re-scored from their
         responses and manifests) and check them against the hashes recorded in the paper file;
         any difference fails (exit 1) and says which artifact and which cells changed."""
         from benchc import api
 
-        result = api.reproduce(paper, record=record, check=False)
+        result = api.reproduce(paper, record=record, check=False, make=make)
+        for run_id in result.made:
+            typer.echo(f"made run {run_id!r} from its [run.make] (compiled and run)")
         if record and not result.drift:
             typer.echo(f"recorded {len(result.files)} file(s) in {paper}; artifacts in {result.output}")
         else:

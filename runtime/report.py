@@ -28,7 +28,7 @@ from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_b
 from benchc.compiler.errors import BenchcError, Problem, RunError
 
 from .report_tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer,
-                            markdown_table, md_escape, metric_slugs, row_label, run_tables, slugify,
+                            markdown_table, md_escape, metric_slugs, row_keys, row_label, run_tables, slugify,
                             value_columns)
 from .runfolder import RUN_FILE, read_json, read_run_record, write_text
 from .score import SCORES_FILE
@@ -86,10 +86,15 @@ def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path 
                  by: Sequence[str] = (), max_groups: int = DEFAULT_MAX_GROUPS, browser: Browser = "auto",
                  digits: int = 2) -> ReportResult:
     """``browser="auto"`` leaves the item browser out (saying why on the page) when the run's
-    manifest, record or media cannot be read; ``"on"`` makes that an error; ``"off"`` skips it."""
+    manifest, record or media cannot be read; ``"on"`` makes that an error; ``"off"`` skips it.
+
+    Without ``out_dir`` the report is the run's own: ``RUN/report.md`` and ``RUN/report/``.
+    With it, everything is written under ``out_dir`` (report.md included) and the run folder
+    is only read: a report of a run elsewhere must not rewrite the run's report.md."""
     run_dir = Path(run_dir)
     scores = read_scores(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir / REPORT_DIR
+    inside = out_dir is not None  # report.md goes into the report folder, not beside it in the run
     record, manifest, problem = _run_context(run_dir, manifest_dir, strict=browser == "on" or bool(by))
     splits = _splits(scores, manifest)
     provenance = [Provenance.of(scores, record)]
@@ -109,13 +114,17 @@ def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path 
             note = "the item browser was not requested"
         files.append("index.html")
         (staging / "index.html").write_text(_page(scores, record, parts, browser_data, note, footer), encoding="utf-8")
+        if inside:
+            files.append(REPORT_FILE)
+            (staging / REPORT_FILE).write_text(render_markdown(scores, parts, footer, out, out), encoding="utf-8")
         replace_dir_atomic(staging, out)
     except OSError as exc:
         raise RunError(Problem(f"cannot write the report folder: {exc.strerror or exc}", file=str(out))) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    markdown = run_dir / REPORT_FILE
-    write_text(markdown, render_markdown(scores, parts, footer, out, run_dir), "report")
+    markdown = out / REPORT_FILE if inside else run_dir / REPORT_FILE
+    if not inside:
+        write_text(markdown, render_markdown(scores, parts, footer, out, run_dir), "report")
     return ReportResult(markdown, out, sorted(files), note)
 
 
@@ -189,8 +198,9 @@ def bar_data(metric: dict[str, Any], split: Sequence[str], name: str, title: str
     columns = value_columns(metric, split)
     if not columns or not metric.get("rows"):
         return None
-    label = "/".join(split) or "rows"
-    rows = [[row_label(row, split), *(row.get(c) for c in columns)] for row in metric["rows"]]
+    keys = row_keys(metric, split)  # a bar per row, labelled by all that tells the rows apart
+    label = "/".join(keys) or "rows"
+    rows = [[row_label(row, keys), *(row.get(c) for c in columns)] for row in metric["rows"]]
     return Table(name, title, [label, *columns], rows, digits=digits, footer=footer)
 
 
@@ -313,7 +323,8 @@ def render_markdown(scores: dict[str, Any], parts: list[Part], footer: list[str]
         out += [f"> {md_escape(note)}" for note in part.notes] + [""]
     if folder is not None:
         where = folder.relative_to(run_dir) if run_dir is not None and folder.is_relative_to(run_dir) else folder
-        out += [f"Tables (Markdown, LaTeX, CSV), figures and the item browser: `{where}/index.html`", ""]
+        page = "index.html" if str(where) == "." else f"{where}/index.html"
+        out += [f"Tables (Markdown, LaTeX, CSV), figures and the item browser: `{page}`", ""]
     out += markdown_footer(footer)
     return "\n".join(out)
 

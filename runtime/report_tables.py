@@ -11,7 +11,16 @@ Paper layouts (``benchc reproduce``) combine the same metric over several runs:
   several), optionally filtered (``where``) and cut to some columns;
 * ``breakdown``: MM-R3 Tables 8-11: one row per run, one column group per value of the split
   attributes (``by``), the chosen columns inside each group;
-* ``details``: a details matrix: one row per key (e.g. corruption), one column per run and label.
+* ``details``: a details matrix: one row per key (e.g. corruption), one column per run and label;
+* ``combined``: MM-R3 Table 2, MERLIM Table 2: a row per model (run label), a column group per
+  part, each part a metric's columns from runs of any spec (one row of the metric per run).
+
+Any of them can gain an average column (``with_average``: the mean of chosen columns, named in a
+note; n/a when one of them is) and an order (``sorted_by``, n/a rows last). A row keeps its keys
+(``row_keys``: split attributes and text columns) whichever columns are chosen. A missing value
+renders as ``n/a`` (``MISSING``), never as 0 or an empty cell; CSV keeps it empty, as data.
+Metric notes that start with ``WARNING:`` (a number that may mislead) follow the metric into
+every paper table made from it.
 
 Every table carries a footer (``Provenance``): the spec's name and version, the manifest
 digest, a digest of each backend's fingerprint, and the benchc version that rendered it. Output
@@ -116,9 +125,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+MISSING = "n/a"
+"""How a missing value (None: an empty set of items or pairs, a run without that column) reads
+in a rendered table: never as 0, and never as an empty cell that could be taken for one."""
+
+
 def format_cell(value: Any, digits: int) -> str:
     if value is None:
-        return ""
+        return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -337,6 +351,39 @@ def row_label(row: dict[str, Any], split: Sequence[str]) -> str:
     return "/".join(str(row.get(c)) for c in split) if split else "all"
 
 
+def row_keys(metric: dict[str, Any], split: Sequence[str] = ()) -> list[str]:
+    """The columns that say which row a row is, in the metric's order: its split attributes and
+    every column whose values are all text (``relation`` of general.consistency, ``question``
+    of merlim.relations, ``image`` and ``prompt`` of merlim.recognition)."""
+    rows = metric.get("rows", [])
+    out = []
+    for column in metric.get("columns", []):
+        values = [row.get(column) for row in rows if row.get(column) is not None]
+        if column in split or (values and all(isinstance(v, str) for v in values)):
+            out.append(column)
+    return out
+
+
+WARNING = "WARNING:"
+"""Notes that start with this say a number may mislead (missing corruptions, a threshold that
+cannot tell short answers apart): paper tables carry them too, not only the run's report."""
+
+
+def warnings_of(metric: dict[str, Any]) -> list[str]:
+    return [str(n) for n in metric.get("notes", []) if str(n).startswith(WARNING)]
+
+
+def _run_warnings(found: Iterable[tuple[str, dict[str, Any]]], several: bool) -> list[str]:
+    """Each picked metric's warnings, once, prefixed with the run's label when there are several."""
+    out: list[str] = []
+    for label, metric in found:
+        for note in warnings_of(metric):
+            text = f"{label}: {note}" if several else note
+            if text not in out:
+                out.append(text)
+    return out
+
+
 # paper layouts over several runs -----------------------------------------------------------
 
 
@@ -352,7 +399,12 @@ class RunScores:
 
 
 class LayoutError(ValueError):
-    """A paper artifact asks for something the scores do not have (raised with a clear text)."""
+    """A paper artifact asks for something the scores do not have (raised with a clear text);
+    ``key`` names the artifact's key at fault (``sort``, ``average``, ``part[1].columns``)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def pick_metric(run: RunScores, name: str, occurrence: int = 0) -> tuple[dict[str, Any], list[str]]:
@@ -380,14 +432,20 @@ def _matches(row: dict[str, Any], where: dict[str, Any]) -> bool:
 def layout_rows(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
                 columns: Sequence[str] | None = None, where: dict[str, Any] | None = None,
                 digits: int = 2) -> Table:
+    """The metric's rows, a block per run. With ``columns``, the row keys (``row_keys``: split
+    attributes and text columns) stay in front of them, so that every row still says which
+    row it is."""
     where = where or {}
     out_columns: list[str] | None = None
     rows: list[list[Any]] = []
+    found = []
     for run in runs:
         metric, split = pick_metric(run, metric_name, occurrence)
+        found.append((run.label, metric))
         wanted = list(columns) if columns else list(metric.get("columns", []))
         if columns:
-            wanted = [c for c in split if c not in wanted] + wanted  # keep what says which row it is
+            _check_columns(metric, wanted, run)
+            wanted = [c for c in row_keys(metric, split) if c not in wanted] + wanted
         _check_columns(metric, wanted, run)
         if out_columns is None:
             out_columns = wanted
@@ -397,7 +455,8 @@ def layout_rows(runs: Sequence[RunScores], name: str, title: str, metric_name: s
             if _matches(row, where):
                 rows.append(([run.label] if len(runs) > 1 else []) + [row.get(c) for c in wanted])
     cols = (["run"] if len(runs) > 1 else []) + (out_columns or [])
-    return Table(name, title, cols, rows, digits=digits, footer=footer_lines([r.provenance for r in runs]))
+    return Table(name, title, cols, rows, digits=digits, notes=_run_warnings(found, len(runs) > 1),
+                 footer=footer_lines([r.provenance for r in runs]))
 
 
 def layout_breakdown(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
@@ -408,19 +467,22 @@ def layout_breakdown(runs: Sequence[RunScores], name: str, title: str, metric_na
     groups: list[str] = []
     cells: list[dict[tuple[str, str], Any]] = []
     wanted: list[str] | None = None
+    found = []
     for run in runs:
         metric, split = pick_metric(run, metric_name, occurrence)
+        found.append((run.label, metric))
         if not split:
             raise LayoutError(f"run {run.label!r}: metric {metric_name!r} is not split by any attribute; "
                               "a breakdown needs `by` (in the spec, or in this artifact to re-score)")
         cols = list(columns) if columns else value_columns(metric, split)
         _check_columns(metric, cols, run)
         wanted = wanted or cols
+        keys = row_keys(metric, split)  # a group per row: other text keys (relation) label it too
         mine: dict[tuple[str, str], Any] = {}
         for row in metric.get("rows", []):
             if not _matches(row, where):
                 continue
-            label = row_label(row, split)
+            label = row_label(row, keys)
             if label not in groups:
                 groups.append(label)
             mine.update({(label, c): row.get(c) for c in cols})
@@ -429,7 +491,8 @@ def layout_breakdown(runs: Sequence[RunScores], name: str, title: str, metric_na
     columns_out = ["run"] + [c for _ in groups for c in wanted]
     rows = [[run.label] + [mine.get((g, c)) for g in groups for c in wanted] for run, mine in zip(runs, cells)]
     return Table(name, title, columns_out, rows, groups=[(g, len(wanted)) for g in groups], stub=1,
-                 digits=digits, footer=footer_lines([r.provenance for r in runs]))
+                 digits=digits, notes=_run_warnings(found, len(runs) > 1),
+                 footer=footer_lines([r.provenance for r in runs]))
 
 
 def layout_details(runs: Sequence[RunScores], name: str, title: str, metric_name: str, detail: str,
@@ -469,13 +532,14 @@ def layout_series(runs: Sequence[RunScores], name: str, title: str, metric_name:
         if need_split and not split:
             raise LayoutError(f"run {run.label!r}: metric {metric_name!r} is not split by any attribute; "
                               "a breakdown needs `by` (in the spec, or in this artifact to re-score)")
-        head = "/".join(split) or head
+        keys = row_keys(metric, split)  # every category labelled by all its row keys
+        head = "/".join(keys) or head
         cols = list(columns) if columns else value_columns(metric, split)
         _check_columns(metric, cols, run)
         for row in metric.get("rows", []):
             if not _matches(row, where):
                 continue
-            category = row_label(row, split)
+            category = row_label(row, keys)
             if category not in categories:
                 categories.append(category)
             for column in cols:
@@ -483,3 +547,149 @@ def layout_series(runs: Sequence[RunScores], name: str, title: str, metric_name:
                 series.setdefault(key, {})[category] = row.get(column)
     rows = [[c, *(series[s].get(c) for s in series)] for c in categories]
     return Table(name, title, [head, *series], rows, digits=digits, footer=footer_lines([r.provenance for r in runs]))
+
+
+# tables over several specs: a row per model, a column group per part ------------------------
+
+
+@dataclass(frozen=True)
+class ColumnPart:
+    """One column group of a combined table: a metric's columns from some runs (each run gives
+    the row of its label), e.g. MM-R3 Table 2's "Rephrasing" group: mmr3.all of the runs of
+    the rephrasing spec, one per model."""
+
+    label: str
+    runs: Sequence[RunScores]
+    metric: str
+    occurrence: int = 0
+    columns: Sequence[str] | None = None
+    where: dict[str, Any] = field(default_factory=dict)
+    key: str = ""  # the paper file's key of this part (for errors): "part[0]"
+
+
+def layout_combined(parts: Sequence[ColumnPart], name: str, title: str, digits: int = 2,
+                    stub: str = "model") -> Table:
+    """A row per run label (models, in the order they first appear), a column group per part.
+    Each run gives one row of its metric (``where`` picks it when the metric has several); a
+    label no run of a part has is n/a there, and a note says so."""
+    labels: list[str] = []
+    cells: dict[tuple[str, int, str], Any] = {}
+    wanted: list[list[str]] = []
+    found, provenance = [], []
+    for index, part in enumerate(parts):
+        seen: set[str] = set()
+        cols: list[str] | None = list(part.columns) if part.columns else None
+        for run in part.runs:
+            if run.label in seen:
+                raise LayoutError(f"part {part.label!r}: two runs are labelled {run.label!r}; a combined table has "
+                                  "one row per label", key=f"{part.key}.runs")
+            seen.add(run.label)
+            metric, split = pick_metric(run, part.metric, part.occurrence)
+            found.append((f"{run.label} ({part.label})", metric))
+            provenance.append(run.provenance)
+            cols = cols if cols is not None else value_columns(metric, split)
+            _check_columns(metric, cols, run)
+            row = _one_row(run, metric, split, part)
+            if run.label not in labels:
+                labels.append(run.label)
+            cells.update({(run.label, index, c): row.get(c) for c in cols})
+        wanted.append(cols or [])
+    columns = [stub] + [c for cols in wanted for c in cols]
+    rows = [[label] + [cells.get((label, i, c)) for i, cols in enumerate(wanted) for c in cols] for label in labels]
+    notes = []
+    for part in parts:
+        missing = [label for label in labels if label not in {r.label for r in part.runs}]
+        if missing:
+            notes.append(f"n/a in {part.label}: no run of {', '.join(missing)}.")
+    return Table(name, title, columns, rows, groups=[(p.label, len(c)) for p, c in zip(parts, wanted)], stub=1,
+                 digits=digits, notes=notes + _run_warnings(found, True), footer=footer_lines(provenance))
+
+
+def _one_row(run: RunScores, metric: dict[str, Any], split: Sequence[str], part: ColumnPart) -> dict[str, Any]:
+    rows = [row for row in metric.get("rows", []) if _matches(row, part.where)]
+    if len(rows) == 1:
+        return rows[0]
+    keys = row_keys(metric, split)
+    if not rows:
+        raise LayoutError(f"part {part.label!r}: run {run.label!r} has no row of {part.metric!r} with "
+                          f"{part.where}", key=f"{part.key}.where")
+    shown = "; ".join(row_label(r, keys) for r in rows[:6])
+    raise LayoutError(f"part {part.label!r}: run {run.label!r} has {len(rows)} rows of {part.metric!r} "
+                      f"({'/'.join(keys) or 'rows'}: {shown}); a combined table takes one row per run",
+                      key=f"{part.key}.where")
+
+
+# averages and order, for any table -----------------------------------------------------------
+
+
+def matching_columns(table: Table, name: str, key: str) -> list[int]:
+    """The columns ``name`` means: a flat name (``Rephrasing/O_all``) means that column; a bare
+    name (``O_all``) means every column of that name, one per column group."""
+    flat = table.flat_columns()
+    if name in flat:
+        return [flat.index(name)]
+    bare = [i for i, c in enumerate(flat) if c.rpartition("/")[2] == name]
+    if bare:
+        return bare
+    from benchc.compiler.registry import did_you_mean
+
+    hint = did_you_mean(name, flat)
+    raise LayoutError(f"the table has no column {name!r}" + (f" ({hint})" if hint else "")
+                      + f"; its columns: {', '.join(flat)}", key=key)
+
+
+def resolve_column(table: Table, name: str, key: str) -> int:
+    """The one column ``name`` means (``matching_columns``); a bare name in several column
+    groups is an error naming them."""
+    found = matching_columns(table, name, key)
+    if len(found) > 1:
+        flat = table.flat_columns()
+        raise LayoutError(f"column {name!r} is in {len(found)} column groups: "
+                          f"{', '.join(flat[i] for i in found)}; name one as GROUP/COLUMN", key=key)
+    return found[0]
+
+
+def with_average(table: Table, columns: Sequence[str] | None, label: str = "Average") -> Table:
+    """The table with a last column ``label``: the mean of ``columns`` in each row (a bare name
+    means that column in every group, ``matching_columns``; None: every value column, i.e.
+    each numeric column after the row labels that holds a float). A row missing any of them
+    has no average (n/a): a mean over fewer columns would not compare. A note names the
+    columns averaged."""
+    flat = table.flat_columns()
+    if label in flat:
+        raise LayoutError(f"the table already has a column {label!r}", key="average_label")
+    if columns is None:
+        chosen = [i for i in range(table.stub, len(flat)) if table.numeric(i)
+                  and any(isinstance(r[i], float) for r in table.rows if i < len(r))]
+    else:
+        chosen = list(dict.fromkeys(i for c in columns for i in matching_columns(table, c, "average")))
+    if not chosen:
+        raise LayoutError("the table has no numeric column to average", key="average")
+    for i in chosen:
+        if not table.numeric(i) and any(r[i] is not None for r in table.rows if i < len(r)):
+            raise LayoutError(f"column {flat[i]!r} is not numeric: it cannot be averaged", key="average")
+    rows = []
+    for row in table.rows:
+        values = [row[i] if i < len(row) else None for i in chosen]
+        mean = None if any(v is None for v in values) else sum(values) / len(values)
+        rows.append([*row, mean])
+    note = f"{label}: the mean of {', '.join(flat[i] for i in chosen)} (n/a where any of them is n/a)."
+    return Table(table.name, table.title, [*table.columns, label], rows, groups=table.groups, stub=table.stub,
+                 digits=table.digits, notes=[note, *table.notes], footer=table.footer)
+
+
+def sorted_by(table: Table, column: str, descending: bool = True) -> Table:
+    """The rows ordered by ``column`` (numbers as numbers, anything else as text), ties kept in
+    their order; rows without a value (n/a) always come last."""
+    index = resolve_column(table, column, "sort")
+    numeric = table.numeric(index)
+
+    def key(row: list[Any]) -> Any:
+        value = row[index] if index < len(row) else None
+        return value if numeric else str(value)
+
+    present = [r for r in table.rows if index < len(r) and r[index] is not None]
+    missing = [r for r in table.rows if not (index < len(r) and r[index] is not None)]
+    rows = sorted(present, key=key, reverse=descending) + missing
+    return Table(table.name, table.title, table.columns, rows, groups=table.groups, stub=table.stub,
+                 digits=table.digits, notes=table.notes, footer=table.footer)

@@ -18,7 +18,8 @@ of) and its artifacts::
     [[table]]
     name = "table4"                  # -> table4.md, table4.tex, table4.csv
     metric = "mmcbench.consistency"
-    layout = "rows"                  # rows | breakdown | details
+    layout = "rows"                  # rows | breakdown | details | combined (a row per model,
+                                     # a column group per [[table.part]], across specs)
     columns = ["score", "max"]
 
     [[figure]]
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchc import __version__
 from benchc.compiler.atomic import write_bytes_atomic, write_text_atomic
@@ -58,8 +59,10 @@ from benchc.compiler.registry import did_you_mean
 from benchc.compiler.spec.locate import index_lines, line_of
 
 from .report_plots import normalized, render
-from .report_tables import (RENDERERS, LayoutError, Provenance, RunScores, Table, footer_lines, layout_breakdown,
-                            layout_details, layout_rows, layout_series, read_csv, to_csv)
+from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
+from .report_tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunScores, Table, footer_lines,
+                            layout_breakdown, layout_combined, layout_details, layout_rows, layout_series, read_csv,
+                            sorted_by, to_csv, with_average)
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
 Scalar = str | int | float | bool
@@ -90,6 +93,7 @@ class PaperRun(_Strict):
     label: str | None = Field(None, description="the run's name in tables and legends (default: id)")
     cache: str | None = Field(None, description="the run's compile cache, for metrics that look at media")
     store: str | None = Field(None, description="the run's response store, for metrics that look at media")
+    make: RunRecipe | None = Field(None, description="how to compile and run it when its folder is missing")
 
 
 class _Artifact(_Strict):
@@ -106,14 +110,56 @@ class _Artifact(_Strict):
     digits: int = Field(2, ge=0, le=8)
 
 
+class PaperPart(_Strict):
+    """A column group of a ``combined`` table (``[[table.part]]``): a metric's columns from some
+    runs, one row per run label. ``metric``, ``columns`` and ``where`` default to the table's."""
+
+    label: str = Field(description="the column group's header (e.g. the task)")
+    runs: list[str] | None = Field(None, description="run ids")
+    spec: str | None = Field(None, description="or: every run pinned to this spec name")
+    metric: str | None = Field(None, description="default: the table's metric")
+    occurrence: int | None = Field(None, ge=0, description="default: the table's occurrence")
+    columns: list[str] | None = Field(None, description="default: the table's columns, else the value columns")
+    where: dict[str, Scalar] | None = Field(None, description="default: the table's where; must leave one row "
+                                                              "per run")
+
+    @model_validator(mode="after")
+    def _runs(self) -> PaperPart:
+        if (self.runs is None) == (self.spec is None):
+            raise ValueError("a part needs `runs` (run ids) or `spec` (every run of that spec), not both")
+        return self
+
+
 class PaperTable(_Artifact):
-    layout: Literal["rows", "breakdown", "details"] = "rows"
+    layout: Literal["rows", "breakdown", "details", "combined"] = "rows"
     formats: list[Literal["md", "tex", "csv"]] = Field(default_factory=lambda: ["md", "tex", "csv"], min_length=1)
+    part: list[PaperPart] = Field(default_factory=list, description="layout 'combined': its column groups")
+    average: bool | list[str] = Field(False, description="add a column with the mean of these columns (a bare "
+                                                         "name: that column of every group; true: every "
+                                                         "value column)")
+    average_label: str = Field("Average", min_length=1, description="the average column's name")
+    sort: str | None = Field(None, description="order the rows by this column (GROUP/COLUMN, or the average's)")
+    descending: bool = Field(True, description="with sort: highest first")
+
+    @field_validator("average", mode="before")
+    @classmethod
+    def _average(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return value
+        raise ValueError("average is true (the mean of every value column) or a list of column names")
 
     @model_validator(mode="after")
     def _detail(self) -> PaperTable:
         if self.layout == "details" and not self.detail:
             raise ValueError("layout 'details' needs `detail` (a details entry of the metric)")
+        if self.layout == "combined" and not self.part:
+            raise ValueError("layout 'combined' needs [[table.part]] entries (label, runs or spec, columns)")
+        if self.part and self.layout != "combined":
+            raise ValueError(f"[[table.part]] is read by layout 'combined' only (this table's layout is "
+                             f"{self.layout!r})")
+        if self.layout == "combined" and (self.runs or self.by or self.detail or self.labels):
+            raise ValueError("layout 'combined' reads no `runs`, `by`, `detail` or `labels`: each part names its "
+                             "runs (`runs` or `spec`) and takes one row per run (pick it with `where`)")
         return self
 
 
@@ -180,7 +226,7 @@ def load_paper(path: Path) -> PaperFile:
         match = re.search(r"line (\d+)", str(exc))
         raise PaperError(Problem(f"not valid TOML: {exc}", file=str(path), line=int(match.group(1)) if match else None,
                                  hint="check quotes, brackets and '=' on that line")) from None
-    lines = index_lines(text)
+    lines = paper_lines(text)
     try:
         paper = Paper.model_validate(raw)
     except ValidationError as exc:
@@ -192,6 +238,37 @@ def load_paper(path: Path) -> PaperFile:
     return loaded
 
 
+_PART_HEADER = re.compile(r"^\s*\[\[\s*(table|figure)\s*(?:\.\s*(part)\s*)?\]\]")
+
+
+def paper_lines(text: str) -> dict[str, int]:
+    """``index_lines`` plus the keys of ``[[table.part]]`` under the table they belong to: the
+    scanner numbers them across the file (``table.part[3]``); errors name them per table
+    (``table[1].part[0]``)."""
+    lines = index_lines(text)
+    parents: dict[str, int] = {}   # [[table]] -> its index so far
+    seen: dict[str, int] = {}      # [[table.part]] -> how many so far, in the whole file
+    mine = 0                       # parts of the current parent
+    renamed: dict[str, str] = {}
+    for raw in text.splitlines():
+        header = _PART_HEADER.match(raw)
+        if header is None:
+            continue
+        section, child = header.groups()
+        if child is None:
+            parents[section] = parents.get(section, -1) + 1
+            mine = 0
+            continue
+        count = seen.get(section, 0)
+        renamed[f"{section}.part[{count}]"] = f"{section}[{parents.get(section, 0)}].part[{mine}]"
+        seen[section], mine = count + 1, mine + 1
+    for key, line in list(lines.items()):
+        for old, new in renamed.items():
+            if key == old or key.startswith((f"{old}.", f"{old}[")):
+                lines.setdefault(new + key[len(old):], line)
+    return lines
+
+
 def _key_path(loc: Sequence[Any]) -> str:
     out = ""
     for part in loc:
@@ -199,7 +276,7 @@ def _key_path(loc: Sequence[Any]) -> str:
     return out
 
 
-_MODELS: dict[str, type[BaseModel]] = {"paper": PaperMeta, "run": PaperRun, "table": PaperTable,
+_MODELS: dict[str, type[BaseModel]] = {"paper": PaperMeta, "run": PaperRun, "table": PaperTable, "part": PaperPart,
                                         "figure": PaperFigure, "recorded": Recorded}
 
 
@@ -209,7 +286,8 @@ def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Probl
     key = _key_path(loc)
     kind, message, hint = err["type"], err["msg"].removeprefix("Value error, "), None
     if kind == "extra_forbidden":
-        model = _MODELS.get(str(loc[0])) if len(loc) > 1 else Paper
+        nested = "part" if "part" in loc[1:-1] else str(loc[0])
+        model = RunRecipe if "make" in loc[:-1] else _MODELS.get(nested) if len(loc) > 1 else Paper
         names = sorted(model.model_fields) if model else []
         message = "unknown key"
         hint = did_you_mean(str(loc[-1]), names) or (f"known keys: {', '.join(names)}" if names else None)
@@ -223,6 +301,23 @@ def _problem_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> Probl
     elif "input" in err and not isinstance(err["input"], (dict, list)):
         message = f"{message} (got {err['input']!r})"
     return Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)
+
+
+def _part_checks(loaded: PaperFile, key: str, table: PaperTable) -> list[Problem]:
+    """Each part's runs exist, and its spec is the pinned spec of some run."""
+    ids = [r.id for r in loaded.paper.run]
+    specs = sorted({r.spec for r in loaded.paper.run})
+    problems = []
+    for index, part in enumerate(table.part):
+        where = f"{key}.part[{index}]"
+        for position, run_id in enumerate(part.runs or []):
+            if run_id not in ids:
+                problems.append(loaded.problem(f"{where}.runs[{position}]", f"no [[run]] has id {run_id!r}",
+                                               hint=did_you_mean(run_id, ids) or f"runs: {', '.join(ids)}"))
+        if part.spec is not None and part.spec not in specs:
+            problems.append(loaded.problem(f"{where}.spec", f"no [[run]] is pinned to spec {part.spec!r}",
+                                           hint=did_you_mean(part.spec, specs) or f"specs: {', '.join(specs)}"))
+    return problems
 
 
 def _cross_checks(loaded: PaperFile) -> list[Problem]:
@@ -245,6 +340,8 @@ def _cross_checks(loaded: PaperFile) -> list[Problem]:
                 if run_id not in ids:
                     problems.append(loaded.problem(f"{key}.runs[{position}]", f"no [[run]] has id {run_id!r}",
                                                    hint=did_you_mean(run_id, ids) or f"runs: {', '.join(ids)}"))
+            if isinstance(artifact, PaperTable):
+                problems += _part_checks(loaded, key, artifact)
     if not paper.table and not paper.figure:
         problems.append(loaded.problem(
             "table", "the paper file lists no [[table]] and no [[figure]]",
@@ -300,6 +397,7 @@ class ReproduceResult:
     drift: list[Drift]
     recorded: bool
     status: dict[str, str] = field(default_factory=dict)  # file name -> ok | changed | new
+    made: list[str] = field(default_factory=list)  # ids of the runs made from their [run.make]
 
     def changed(self) -> list[str]:
         return [name for name, state in self.status.items() if state != "ok"]
@@ -343,14 +441,38 @@ def _artifact_runs(artifact: _Artifact, runs: list[RunContext]) -> list[RunConte
     return [by_id[i] for i in artifact.runs] if artifact.runs else runs
 
 
-def _table_of(artifact: PaperTable, scored: list[RunScores]) -> Table:
-    common = {"name": artifact.name, "title": artifact.title or artifact.name, "metric_name": artifact.metric,
-              "occurrence": artifact.occurrence, "digits": artifact.digits}
-    if artifact.layout == "rows":
-        return layout_rows(scored, columns=artifact.columns, where=artifact.where, **common)
-    if artifact.layout == "breakdown":
-        return layout_breakdown(scored, columns=artifact.columns, where=artifact.where, **common)
-    return layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
+def _table_of(artifact: PaperTable, runs: list[RunContext]) -> Table:
+    """The artifact's layout, then its average column and its order."""
+    title = artifact.title or artifact.name
+    if artifact.layout == "combined":
+        parts = [_column_part(artifact, index, part, runs) for index, part in enumerate(artifact.part)]
+        table = layout_combined(parts, artifact.name, title, artifact.digits)
+    else:
+        scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
+        common = {"name": artifact.name, "title": title, "metric_name": artifact.metric,
+                  "occurrence": artifact.occurrence, "digits": artifact.digits}
+        if artifact.layout == "rows":
+            table = layout_rows(scored, columns=artifact.columns, where=artifact.where, **common)
+        elif artifact.layout == "breakdown":
+            table = layout_breakdown(scored, columns=artifact.columns, where=artifact.where, **common)
+        else:
+            table = layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
+    if artifact.average is not False:
+        table = with_average(table, None if artifact.average is True else artifact.average, artifact.average_label)
+    if artifact.sort is not None:
+        table = sorted_by(table, artifact.sort, artifact.descending)
+    return table
+
+
+def _column_part(table: PaperTable, index: int, part: PaperPart, runs: list[RunContext]) -> ColumnPart:
+    """A ``[[table.part]]`` with the table's defaults filled in and its runs scored."""
+    chosen = ([r for i in part.runs for r in runs if r.config.id == i] if part.runs is not None
+              else [r for r in runs if r.config.spec == part.spec])
+    metric = part.metric or table.metric
+    return ColumnPart(part.label, [r.scored(None, metric) for r in chosen], metric,
+                      table.occurrence if part.occurrence is None else part.occurrence,
+                      part.columns if part.columns is not None else table.columns,
+                      dict(part.where if part.where is not None else table.where), key=f"part[{index}]")
 
 
 def _figure_data(artifact: PaperFigure, scored: list[RunScores]) -> Table:
@@ -373,25 +495,52 @@ def regenerate(loaded: PaperFile, runs: list[RunContext]) -> dict[str, tuple[str
         for index, artifact in enumerate(artifacts):
             key = f"{section}[{index}]"
             try:
-                scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
                 if isinstance(artifact, PaperTable):
-                    table = _table_of(artifact, scored)
+                    table = _table_of(artifact, runs)
                     for fmt in artifact.formats:
                         out[f"{artifact.name}.{fmt}"] = (key, artifact.name, RENDERERS[fmt](table).encode("utf-8"))
                 else:
+                    scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
                     data = _figure_data(artifact, scored)
                     out[f"{artifact.name}.csv"] = (key, artifact.name, to_csv(data).encode("utf-8"))
                     for fmt in artifact.formats:
                         out[f"{artifact.name}.{fmt}"] = (key, artifact.name, render(artifact.kind, data, fmt,
                                                                                     artifact.ylabel))
             except LayoutError as exc:
-                raise PaperError(loaded.problem(key, str(exc), hint="check metric, columns, detail and by "
-                                                "against the run's scores.json")) from None
+                raise PaperError(loaded.problem(f"{key}.{exc.key}" if exc.key else key, str(exc),
+                                                hint="check metric, columns, detail and by against the run's "
+                                                     "scores.json")) from None
     return out
 
 
-def reproduce(paper_path: Path, *, record: bool = False) -> ReproduceResult:
+def make_missing_runs(loaded: PaperFile, make_run: MakeRun) -> list[str]:
+    """Make each run whose folder is missing and that has a ``[run.make]`` recipe; the ids made.
+    A missing run without a recipe is left to ``_open_runs``, which says it is missing."""
+    made = []
+    for index, config in enumerate(loaded.paper.run):
+        run_dir = loaded.folder / config.path
+        if config.make is None or not is_missing(run_dir):
+            continue
+        order = make_order(config.id, config.make, run_dir, loaded.folder, config.cache, config.store)
+        if not order.spec_file.is_file():
+            raise PaperError(loaded.problem(f"run[{index}].make.spec_file", f"spec file {order.spec_file} not found",
+                                            hint="spec_file is relative to the paper file"))
+        make_run(order)
+        made.append(config.id)
+    return made
+
+
+def reproduce(paper_path: Path, *, record: bool = False, make_run: MakeRun | None = None) -> ReproduceResult:
+    """Regenerate the paper's artifacts and compare them with the recorded hashes. ``make_run``
+    (the API's compile + run) makes the runs whose folders are missing from their recipes."""
     loaded = load_paper(paper_path)
+    made = make_missing_runs(loaded, make_run) if make_run is not None else []
+    result = _reproduce(loaded, record)
+    result.made = made
+    return result
+
+
+def _reproduce(loaded: PaperFile, record: bool) -> ReproduceResult:
     runs, drift = _open_runs(loaded)
     files = regenerate(loaded, runs)
     hashes = {name: hashlib.sha256(data).hexdigest() for name, (_, _, data) in files.items()}

@@ -15,6 +15,7 @@ from benchc.compiler.spec.models import Answer, Spec
 
 from .answers import describe, extract_all
 from .embed import load_embedder
+from .import_answers import import_notes
 from .metrics import METRICS, MetricInput, MetricResult
 from .metrics.base import ScoredItem
 from .runfolder import RUN_FILE, manifest_items, open_manifest, read_responses, read_run_record, write_text
@@ -98,6 +99,7 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
         read = describe(spec.answer)
         if read is not None:
             result.notes.append(read)
+        result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
         results.append(result)
     scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
               "model": record.get("model"), "items": items.height,

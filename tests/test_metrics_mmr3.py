@@ -140,7 +140,9 @@ def test_each_distinct_string_is_embedded_once_in_one_batch() -> None:
     assert score(items, embedder, by=[]) == first and len(embedder.model.calls) == 1
 
 
-def test_groups_without_pairs_and_empty_splits_score_zero() -> None:
+def test_groups_without_pairs_have_no_con_not_zero() -> None:
+    """An empty set of pairs has no Con or S_C (None, shown as n/a), and so no O_all: a 0 would
+    read as measured inconsistency (issue 14)."""
     [row] = score(items_of("g", ["cat"], ["cat"]), stub({"cat": axis(0)}))
-    assert (row["pairs"], row["Con"], row["S_C"], row["O_all"]) == (0, 0.0, 0.0, 0.0)
+    assert (row["pairs"], row["Con"], row["S_C"], row["O_all"]) == (0, None, None, None)
     assert row["Acc"] == 100.0

@@ -187,10 +187,14 @@ def test_the_report_commands(image_run: Run, tmp_path: Path, capsys: pytest.Capt
     out = capsys.readouterr().out
     assert out.startswith("# mm-r3/context-reasoning 2.0.0") and "report/index.html" in out
     assert (tmp_path / "run" / "report" / "tables" / "mmr3.all.tex").is_file()
+    before = _files(tmp_path / "run")
     code = main(["report-html", str(tmp_path / "run"), "-o", str(tmp_path / "html"), "--cache", str(image_run.cache),
                  "--store", str(image_run.store), "--by", "lines", "--max-groups", "1"])
     out = capsys.readouterr().out
     assert code == 0 and "media: 3" in out and str(tmp_path / "html") in out
+    # a report command writes nothing outside -o: the run (its report.md included) is as it was
+    assert _files(tmp_path / "run") == before
+    assert "`index.html`" in (tmp_path / "html" / "report.md").read_text()
     assert (tmp_path / "html" / "tables" / "mmr3.all.by-lines.csv").is_file()
     assert "1 of 3 groups" in (tmp_path / "html" / "index.html").read_text()
     # with the wrong cache the explicit command fails with a hint, and leaves no half folder

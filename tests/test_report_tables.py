@@ -140,7 +140,7 @@ def test_recording_rewrites_only_the_recorded_tables() -> None:
     (("[[table]]\nname = \"t1\"\nmetric = \"m\"\n", "[[table]]\nname = \"t1\"\nmetric = \"m\"\nlayot = \"rows\"\n"),
      "paper.toml:14 table[0].layot: unknown key\n  hint: did you mean 'layout'?"),
     (("metric = \"m\"\n", "metric = \"m\"\nlayout = \"pivot\"\n"),
-     "paper.toml:14 table[0].layout: Input should be 'rows', 'breakdown' or 'details' (got 'pivot')"),
+     "paper.toml:14 table[0].layout: Input should be 'rows', 'breakdown', 'details' or 'combined' (got 'pivot')"),
     (("name = \"t1\"", "name = \"t 1\""), "table[0].name: 't 1' is not a file name\n  hint: use letters"),
     (("metric = \"m\"\n", "metric = \"m\"\nruns = [\"b\"]\n"),
      "table[0].runs[0]: no [[run]] has id 'b'\n  hint: runs: a"),

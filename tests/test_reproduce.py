@@ -17,6 +17,7 @@ from benchc import api
 from benchc.cli import main
 from benchc.compiler.canonical import digest_file
 from benchc.runtime.report_tables import read_csv
+from conftest import ROOT
 from specfiles import MINI_SPEC, TABLE, write_mini
 
 pytestmark = pytest.mark.slow
@@ -206,3 +207,49 @@ def test_pins_that_do_not_hold(runs: Path, recorded: Tree, tmp_path: Path, capsy
     fresh = _tree(runs, tmp_path / "fresh")
     code, out, err = _reproduce(fresh, capsys)
     assert code == 1 and "NEW  table4.md" in out and "the paper file has no recorded hashes yet" in err
+
+
+def _fresh_example(folder: Path) -> Path:
+    """papers/example.toml and its artifacts as a fresh clone has them (no out/demo), with the
+    run and manifest folders moved under ``folder`` so that nothing is written in the repo."""
+    papers = folder / "papers"
+    shutil.copytree(ROOT / "papers", papers)
+    paper = papers / "example.toml"
+    text = paper.read_text().replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/demo/', f'"{folder}/demo/')
+    paper.write_text(text)
+    return paper
+
+
+def test_the_example_paper_reproduces_in_a_fresh_clone_without_make_demo(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    paper = _fresh_example(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the default .benchc/cache and .benchc/store of make demo
+    assert not (tmp_path / "demo").exists()
+    code = main(["reproduce", str(paper)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "made run 'espeak' from its [run.make]" in out
+    assert "all 11 file(s) match the recorded hashes" in out
+    assert (tmp_path / "demo" / "run" / "run.json").is_file() and (tmp_path / "demo" / "manifest").is_dir()
+    # the run exists now: nothing is made again, the artifacts still match
+    code = main(["reproduce", str(paper)])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "made run" not in out and "all 11 file(s) match" in out
+
+
+def test_without_make_a_missing_run_is_an_error_naming_it(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    paper = _fresh_example(tmp_path)
+    assert main(["reproduce", str(paper), "--no-make"]) == 2
+    err = capsys.readouterr().err
+    assert "run[0].path" in err and "run 'espeak'" in err and "Traceback" not in err
+    assert not (tmp_path / "demo").exists()
+
+
+def test_a_recipe_key_typo_is_caught_with_did_you_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paper = _fresh_example(tmp_path)
+    paper.write_text(paper.read_text().replace("workers = 2\n", "worker = 2\n", 1))
+    assert main(["reproduce", str(paper)]) == 2
+    err = capsys.readouterr().err
+    assert "run[0].make.worker" in err and "unknown key" in err and "workers" in err
+    assert not (tmp_path / "demo").exists()

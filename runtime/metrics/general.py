@@ -39,7 +39,7 @@ from ..answers import correctness_note, is_correct
 
 from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value
 from .mmcbench import anchored_groups
-from .text import bootstrap_ratio, normalize_answer, yes_no
+from .text import bootstrap_ratio, is_short_answer, normalize_answer, short_pairs_note, yes_no
 
 
 class _Matcher:
@@ -47,6 +47,8 @@ class _Matcher:
 
     def __init__(self, match: str, threshold: float, data: MetricInput, texts: list[str]) -> None:
         self.match, self.threshold = match, threshold
+        self.compared = 0  # pairs judged by the embedding threshold, and those of two short answers
+        self.short = 0
         self.index = {t: k for k, t in enumerate(dict.fromkeys(texts))}
         self.emb = None
         if match == "embedding":
@@ -63,10 +65,14 @@ class _Matcher:
         return float(self.emb[self.index[a]] @ self.emb[self.index[b]])
 
     def agree(self, a: str, b: str) -> bool:
-        """Whether two answers agree; an empty answer (nothing read) agrees with none."""
+        """Whether two answers agree; an empty answer (nothing read) agrees with none. Counts
+        the pairs the embedding threshold judges, and those of two short answers, for the note
+        ``_short_note`` writes."""
         if not a.strip() or not b.strip():
             return False
         if self.emb is not None:
+            self.compared += 1
+            self.short += is_short_answer(a) and is_short_answer(b)
             return (self.similarity(a, b) or 0.0) > self.threshold
         return self.norm[self.index[a]] == self.norm[self.index[b]]
 
@@ -76,6 +82,14 @@ def _targets(item: ScoredItem, path: str) -> list[str]:
     if value is None:
         return []
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _short_note(matcher: _Matcher | None, what: str) -> list[str]:
+    """The threshold note (``text.short_pairs_note``) when an embedding match met short answers."""
+    if matcher is None or matcher.emb is None:
+        return []
+    note = short_pairs_note(what, matcher.short, matcher.compared, matcher.threshold)
+    return [note] if note is not None else []
 
 
 def _interval(num: list[float], den: list[float], params: Any) -> dict[str, float | None]:
@@ -126,7 +140,8 @@ class Agreement(Metric):
         columns = [*params.by, "groups", "pairs", "agreement", "ci_low", "ci_high"]
         if params.match == "embedding":
             columns.append("similarity")
-        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+        notes = [*_short_note(matcher, "agreement"), _note(params, data)]
+        return MetricResult(self.name, columns, rows, notes=notes)
 
 
 class FlipRate(Metric):
@@ -171,8 +186,9 @@ class FlipRate(Metric):
         columns = [*params.by, "groups", "comparisons", "flip_rate", "ci_low", "ci_high"]
         if params.flip == "correctness":
             columns += ["right_to_wrong", "wrong_to_right"]
-        notes = [_note(params, data), f"Reference: the item with {params.over} = {params.reference!r} of each group "
-                                      f"({len(anchored)} groups have exactly one)."]
+        notes = [*_short_note(matcher, "flip_rate"), _note(params, data),
+                 f"Reference: the item with {params.over} = {params.reference!r} of each group "
+                 f"({len(anchored)} groups have exactly one)."]
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
@@ -281,9 +297,9 @@ class Consistency(Metric):
                              "pairs": int(sum(v[1] for v in per_group.values())),
                              **_ratio_row(per_group, params, "holds")})
         columns = [*params.by, "relation", "pairs", "groups", "holds", "ci_low", "ci_high"]
-        notes = [_note(params, data), f"Pairs: each item against the item with {params.over} = "
-                                      f"{params.reference!r} of its record ({len(anchored)} records have one); "
-                                      "opposite: one answer reads yes and the other no."]
+        notes = [*_short_note(relations.matcher, "holds (relation 'same')"), _note(params, data),
+                 f"Pairs: each item against the item with {params.over} = {params.reference!r} of its record "
+                 f"({len(anchored)} records have one); opposite: one answer reads yes and the other no."]
         return MetricResult(self.name, columns, rows, notes=notes)
 
 

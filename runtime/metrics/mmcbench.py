@@ -25,6 +25,12 @@ text2speech evaluation does with wav2vec2 transcriptions.
   image under ``cross_similarity`` and caption . corrupted image under ``uni_similarity``, the
   opposite of the paper's definitions: ``published_keys = true`` reports them that way. Its
   image2text script stops after the first parquet batch (``break``); benchc scores every item.
+
+Both average silently over what is there, so a perturbation with no item in a split (the score
+sums fewer means), one missing from some groups (its mean is over the others), or a group with
+no single unperturbed item (left out) is named in a ``WARNING:`` note (in scores.json, the report
+and paper tables), against every perturbation the metric's items have. A split with nothing to
+score has no score (None, shown as n/a), never 0.
 """
 
 from __future__ import annotations
@@ -64,21 +70,65 @@ def _sum_of_means(sims: dict[str, list[float]]) -> dict[str, float]:
     return {c: float(np.mean(v)) for c, v in sorted(sims.items())}
 
 
+def _score(per_corruption: dict[str, float]) -> float | None:
+    """100 x the sum of the means; None (n/a) when no corruption was scored, never 0."""
+    return 100 * sum(per_corruption.values()) if per_corruption else None
+
+
+def expected_values(items: list[ScoredItem], over: str, reference: str) -> list[str]:
+    """Every perturbation (value of ``over`` other than ``reference``) among the metric's items:
+    what each split's score is expected to sum over."""
+    return sorted({str(i.attrs.get(over)) for i in items} - {str(reference)})
+
+
+def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference: str,
+                      expected: list[str]) -> list[str]:
+    """What a split's score leaves out without saying so in its number: perturbations with no
+    item in the split (the score sums fewer means: its max drops), perturbations missing from
+    some groups (their mean is over the others), and groups without exactly one ``reference``
+    item (left out). Named, so that a score over fewer corruptions is never read as a full one."""
+    anchored = anchored_groups(items, over, reference)
+    groups = len(groups_of(items))
+    having: dict[str, set[str]] = {}
+    for ref, others in anchored:
+        for item in others:
+            having.setdefault(str(item.attrs.get(over)), set()).add(ref.group_id)
+    where = "" if label == "all" else f"{label}: "
+    out = []
+    missing = [c for c in expected if c not in having]
+    if missing and anchored:
+        scored = len(expected) - len(missing)
+        out.append(f"WARNING: {where}no {over} {', '.join(missing)} ({len(missing)} of the {len(expected)} in "
+                   f"this run): the score sums {scored} means (max {100 * scored}), not {len(expected)}.")
+    partial = [f"{c} ({len(anchored) - len(having[c])} of {len(anchored)} groups)" for c in sorted(having)
+               if len(having[c]) < len(anchored)]
+    if partial:
+        out.append(f"WARNING: {where}{over} missing from some groups, so its mean is over the other groups "
+                   f"only: {', '.join(partial)}.")
+    if len(anchored) < groups:
+        out.append(f"WARNING: {where}{groups - len(anchored)} of {groups} groups have no single item with "
+                   f"{over} = {reference!r} and are left out.")
+    return out
+
+
 class MMCBenchConsistency(Metric):
     name = "mmcbench.consistency"
 
     def score(self, params: MMCBenchParams, data: MetricInput) -> MetricResult:
-        rows, details = [], {}
+        rows, details, warnings = [], {}, []
+        expected = expected_values(data.items, params.over, params.reference)
         for key, part in split_by(data.items, params.by).items():
             per_corruption, groups = self._per_corruption(params, part, data)
             label = "/".join(str(k) for k in key) or "all"
             details[label] = {c: round(100 * v, 4) for c, v in per_corruption.items()}
+            warnings += coverage_warnings(label, part, params.over, params.reference, expected)
             row: dict[str, Any] = dict(zip(params.by, key))
             row.update({"groups": groups, "corruptions": len(per_corruption),
-                        "score": 100 * sum(per_corruption.values()), "max": 100 * len(per_corruption)})
+                        "score": _score(per_corruption), "max": 100 * len(per_corruption)})
             rows.append(row)
         assert data.embedder is not None
         notes = [
+            *warnings,
             f"Judge: '{data.stage_backend}' transcribes the speech; similarity: "
             f"{data.embedder.fingerprint['embedder']}. MMCBench uses {PAPER_JUDGES['speech-to-text']} "
             f"and {PAPER_JUDGES['embedder']}: these are offline stand-ins, so scores are not "
@@ -113,7 +163,8 @@ class MMCBenchCrossModal(Metric):
 
     def score(self, params: MMCBenchCrossParams, data: MetricInput) -> MetricResult:
         clip = data.cross_embedder if data.cross_embedder is not None else self._load(params)
-        rows, details = [], {"cross_x100": {}, "uni_x100": {}}
+        rows, details, warnings = [], {"cross_x100": {}, "uni_x100": {}}, []
+        expected = expected_values(data.items, params.over, params.reference)
         for key, part in split_by(data.items, params.by).items():
             cross, uni, groups = self._per_corruption(params, part, data, clip)
             if params.task == "text2image" and params.published_keys:
@@ -121,13 +172,14 @@ class MMCBenchCrossModal(Metric):
             label = "/".join(str(k) for k in key) or "all"
             details["cross_x100"][label] = {c: round(100 * v, 4) for c, v in cross.items()}
             details["uni_x100"][label] = {c: round(100 * v, 4) for c, v in uni.items()}
+            warnings += coverage_warnings(label, part, params.over, params.reference, expected)
             row: dict[str, Any] = dict(zip(params.by, key))
-            row.update({"groups": groups, "corruptions": len(cross), "cross": 100 * sum(cross.values()),
-                        "uni": 100 * sum(uni.values()), "max": 100 * len(cross)})
+            row.update({"groups": groups, "corruptions": len(cross), "cross": _score(cross),
+                        "uni": _score(uni), "max": 100 * len(cross)})
             rows.append(row)
         fingerprint = clip.fingerprint() if callable(getattr(clip, "fingerprint", None)) else {}
-        notes = [f"CLIP: {fingerprint.get('model', type(clip).__name__)}; MMCBench uses {PAPER_JUDGES['clip']}, "
-                 "so scores are comparable with the paper's only with that model."]
+        notes = [*warnings, f"CLIP: {fingerprint.get('model', type(clip).__name__)}; MMCBench uses "
+                 f"{PAPER_JUDGES['clip']}, so scores are comparable with the paper's only with that model."]
         if params.task == "text2image" and params.published_keys:
             notes.append("cross and uni are named as MMCBench's evaluate.py names them (swapped "
                          "against the paper's definitions).")

@@ -55,6 +55,7 @@ import numpy as np
 from benchc.compiler.metrics import MMR3Params
 
 from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by
+from .text import is_short_answer, short_pairs_note
 
 # The published masking clean-up: plain str.replace calls in this order, then one leading space
 # dropped. They are raw substring replaces ('this ' becomes 'th'); kept literally for parity.
@@ -91,8 +92,15 @@ def prepare(text: str, cleanup: str) -> str:
     return text
 
 
-def harmonic(a: float, b: float) -> float:
+def harmonic(a: float | None, b: float | None) -> float | None:
+    """MM-R3's O_all of its two halves: 0 if either is 0; None (n/a) if either is undefined."""
+    if a is None or b is None:
+        return None
     return statistics.harmonic_mean([a, b]) if a > 0 and b > 0 else 0.0
+
+
+def _half(x: float | None, y: float | None) -> float | None:
+    return None if x is None or y is None else (x + y) / 2
 
 
 def is_correct(response: str, answers: list[str], params: MMR3Params) -> bool:
@@ -150,17 +158,15 @@ class _Scored:
                 s_gt[index] = float(np.max(gt[lo:hi] @ responses[index]))
         self.owner = np.asarray(owner, dtype=np.int64)
         self.correct = np.asarray(correct, dtype=bool)
+        self.short = np.asarray([is_short_answer(t) for t in texts], dtype=bool)
         self.s_gt = s_gt
         pair_array = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         self.pairs = pair_array
         self.sims = (np.einsum("ij,ij->i", responses[pair_array[:, 0]], responses[pair_array[:, 1]])
                      if len(pair_array) else np.zeros(0))
 
-    def row(self, params: MMR3Params, in_split: np.ndarray) -> dict[str, Any]:
-        """Scores over the answers of the items ``in_split`` marks (a bool per item)."""
-        answer_in = in_split[self.owner]
-        if params.subset == "failures":
-            answer_in = answer_in & ~self.correct
+    def pairs_in(self, params: MMR3Params, in_split: np.ndarray) -> np.ndarray:
+        """Which pairs count for the items ``in_split`` marks (``pairs_by``, ``subset``)."""
         a, b = self.pairs[:, 0], self.pairs[:, 1]
         item_a, item_b = self.owner[a], self.owner[b]
         if params.pairs_by == "touching":
@@ -169,15 +175,29 @@ class _Scored:
             pair_in = in_split[item_a] & in_split[item_b]
         if params.subset == "failures":
             pair_in = pair_in & ~self.correct[a] & ~self.correct[b]
+        return pair_in
+
+    def short_pairs(self, pair_in: np.ndarray) -> int:
+        """Pairs of two short answers (``text.is_short_answer``) among ``pair_in``."""
+        return int((pair_in & self.short[self.pairs[:, 0]] & self.short[self.pairs[:, 1]]).sum())
+
+    def row(self, params: MMR3Params, in_split: np.ndarray) -> dict[str, Any]:
+        """Scores over the answers of the items ``in_split`` marks (a bool per item). With no
+        answer (no pair) in the split, Acc and S_GT (Con and S_C) are None, shown as n/a: an
+        empty set has no score, and a 0 would read as a measured one; O_all then is None too."""
+        answer_in = in_split[self.owner]
+        if params.subset == "failures":
+            answer_in = answer_in & ~self.correct
+        pair_in = self.pairs_in(params, in_split)
         sims = self.sims[pair_in]
-        acc = 100 * float(np.mean(self.correct[answer_in])) if answer_in.any() else 0.0
-        sgt = 100 * float(np.mean(self.s_gt[answer_in])) if answer_in.any() else 0.0
-        con = 100 * float(np.mean(sims > params.threshold)) if len(sims) else 0.0
-        sc = 100 * float(np.mean(sims)) if len(sims) else 0.0
+        acc = 100 * float(np.mean(self.correct[answer_in])) if answer_in.any() else None
+        sgt = 100 * float(np.mean(self.s_gt[answer_in])) if answer_in.any() else None
+        con = 100 * float(np.mean(sims > params.threshold)) if len(sims) else None
+        sc = 100 * float(np.mean(sims)) if len(sims) else None
         groups = len({self.group_of[i] for i in np.flatnonzero(in_split)})
         return {"groups": groups, "responses": int(answer_in.sum()), "pairs": int(pair_in.sum()),
-                "Acc": acc, "S_GT": sgt, "Con": con, "S_C": sc,
-                "O_all": harmonic((acc + sgt) / 2, (con + sc) / 2)}
+                "short_pairs": self.short_pairs(pair_in), "Acc": acc, "S_GT": sgt, "Con": con, "S_C": sc,
+                "O_all": harmonic(_half(acc, sgt), _half(con, sc))}
 
 
 def _pairs(start: int, stop: int) -> list[tuple[int, int]]:
@@ -211,7 +231,12 @@ class MMR3All(Metric):
             notes.append("Failure cases only: incorrect answers, and pairs of two incorrect answers.")
         if params.by and params.pairs_by == "touching":
             notes.append(f"Pairs count under the {', '.join(params.by)} value of each of their two items.")
-        # "pairs" is in each row (scores.json) but not a table column: the table keeps its shape
+        every = scored.pairs_in(params, np.ones(len(scored.items), dtype=bool))
+        short = short_pairs_note("Con", scored.short_pairs(every), int(every.sum()), params.threshold)
+        if short is not None:
+            notes.insert(0, short)
+        # "pairs" and "short_pairs" are in each row (scores.json) but not table columns: the table
+        # keeps its shape
         columns = [*params.by, "groups", "responses", "Acc", "S_GT", "Con", "S_C", "O_all"]
         return MetricResult(self.name, columns, rows, notes=notes)
 

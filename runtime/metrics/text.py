@@ -41,6 +41,27 @@ def yes_no(text: str, how: str = "first_word") -> str | None:
     return found.group(1) if found else None
 
 
+SHORT_ANSWER_WORDS = 2
+"""Answers of at most this many words are "short": a sentence-embedding cosine threshold
+cannot tell them apart ("Yes." vs "No." is 0.73 under all-MiniLM-L6-v2, above MM-R3's 0.7)."""
+_WORD = re.compile(r"\w+")
+
+
+def is_short_answer(text: str) -> bool:
+    return len(_WORD.findall(text)) <= SHORT_ANSWER_WORDS
+
+
+def short_pairs_note(what: str, short: int, total: int, threshold: float) -> str | None:
+    """The note a threshold-based similarity metric carries when some of its pairs are two short
+    answers (None when none are). The number itself is left as defined (the paper's)."""
+    if not short:
+        return None
+    return (f"WARNING: {what}: {short} of {total} answer pairs are two answers of at most {SHORT_ANSWER_WORDS} "
+            f"words each. A cosine threshold (> {threshold}) is not meaningful for such answers: opposite "
+            "one-word answers can pass it (\"Yes.\" vs \"No.\": cosine 0.73 with all-MiniLM-L6-v2), so read "
+            "the number with care for them (computed as defined, not changed).")
+
+
 @lru_cache(maxsize=1)
 def spacy_pipeline() -> Any:
     """spaCy's small English pipeline with tagger, parser and lemmatizer (no NER): the official

@@ -1,0 +1,299 @@
+"""Reading a file of answers made outside benchc (``benchc import``): JSON Lines and CSV/TSV
+tables keyed by item id or rendered prompt, and lm-evaluation-harness / lmms-eval
+``--log_samples`` files. Each row becomes an ``AnswerRow`` with its line number; anything
+unreadable is one ``RunError`` naming the file and line, with a hint. Which formats and columns
+are read is documented in ``runtime/import_answers.py``."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchc.compiler.errors import Problem, RunError
+
+FORMATS = ("auto", "jsonl", "csv", "lm-eval", "lmms-eval")
+KEYS = ("id", "prompt")
+ID_COLUMNS = ("item_id", "id")
+ANSWER_COLUMNS = ("response", "answer", "prediction", "output")
+MEDIA_COLUMN, PROMPT_COLUMN, SAMPLE_COLUMN, STAGE_COLUMN = "media_sha256", "prompt", "sample", "stage"
+EXAMPLES = 3
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+_SPLIT = re.compile(r"[\s,;]+")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    format: str = "auto"
+    key: str = "id"
+    model: str | None = None
+    stage: str | None = None  # the stage of rows that name none
+    answer_column: str | None = None
+    id_column: str | None = None
+    allow_missing: bool = False
+    ignore_unmatched: bool = False
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One row of the answers file: the answers (one per sample, from ``first_sample``) of the
+    item its key names."""
+
+    line: int
+    key: str  # an item id, or a rendered prompt
+    media: tuple[str, ...] | None
+    stage: str | None
+    first_sample: int
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    format: str
+    answer_field: str
+    rows: list[AnswerRow]
+    sha256: str  # of the bytes the rows were read from (read once: no other version is recorded)
+    size: int
+
+
+def problem_at(path: Path, line: int | None, message: str, hint: str | None = None) -> RunError:
+    return RunError(Problem(message, file=str(path), line=line, hint=hint))
+
+
+# reading the file ----------------------------------------------------------------------------
+
+def detect_format(path: Path, data: bytes) -> str:
+    """``csv`` for .csv/.tsv; ``lm-eval`` when the first object has lm-eval's sample fields;
+    else ``jsonl``."""
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return "csv"
+    for _, obj in _json_lines(path, data, strict=False):
+        is_sample = isinstance(obj, dict) and "doc_id" in obj and ("resps" in obj or "filtered_resps" in obj)
+        return "lm-eval" if is_sample else "jsonl"
+    return "jsonl"
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise problem_at(path, None, "no answers file", "give the path of a JSONL, CSV or lm-eval samples file") from None
+    except OSError as exc:
+        raise problem_at(path, None, f"cannot read the answers file: {exc.strerror or exc}") from None
+
+
+def _json_lines(path: Path, data: bytes, strict: bool = True) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line; a line that is not UTF-8 JSON is an error
+    naming it (``strict=False``: the iteration just stops there, for format detection)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            if not strict:
+                return
+            reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({exc.args[0].split(':')[0]})"
+            raise problem_at(path, number, f"line {number} is {reason}",
+                           "a JSON Lines file holds one JSON object per line") from None
+
+
+def _table_rows(path: Path, data: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
+    """The header and (line, row) of a CSV/TSV file; a row with the wrong number of cells is
+    an error naming its line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise problem_at(path, None, f"the file is not UTF-8 (byte {exc.start})", "save it as UTF-8") from None
+    csv.field_size_limit(1 << 30)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise problem_at(path, 1, "the file is empty", "the first line names the columns") from None
+    except csv.Error as exc:
+        raise problem_at(path, 1, f"cannot read the header: {exc}") from None
+
+    def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+        start = reader.line_num + 1
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise problem_at(path, start, f"cannot read the row: {exc}") from None
+            if cells and any(c.strip() for c in cells):
+                if len(cells) != len(header):
+                    raise problem_at(path, start, f"the row has {len(cells)} cells, the header {len(header)}",
+                                   "quote cells that hold the delimiter")
+                yield start, dict(zip(header, cells))
+            start = reader.line_num + 1
+
+    return header, rows()
+
+
+def read_answers(path: Path, options: ImportOptions) -> ParsedFile:
+    """The rows of the answers file at ``path`` in ``options.format`` (``auto``: detected)."""
+    data = _read_bytes(path)
+    fmt = detect_format(path, data) if options.format == "auto" else options.format
+    if fmt in ("lm-eval", "lmms-eval"):
+        field, rows = "resps", _lm_eval_rows(path, data, options)
+    elif fmt == "csv":
+        header, table = _table_rows(path, data)
+        columns = _columns(path, header, options, 1)
+        field, rows = columns["answer"], [_table_row(path, line, row, columns) for line, row in table]
+    else:
+        field, rows = _jsonl_rows(path, data, options)
+    return ParsedFile(fmt, field, rows, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def _jsonl_rows(path: Path, data: bytes, options: ImportOptions) -> tuple[str, list[AnswerRow]]:
+    columns: dict[str, str] | None = None
+    out = []
+    for line, obj in _json_lines(path, data):
+        if not isinstance(obj, dict):
+            raise problem_at(path, line, f"line {line} is a JSON {type(obj).__name__}, not an object",
+                           "each line holds one object, e.g. {\"item_id\": ..., \"response\": ...}")
+        if columns is None:
+            columns = _columns(path, list(obj), options, line)
+        out.append(_table_row(path, line, obj, columns))
+    if columns is None:
+        raise problem_at(path, None, "the file holds no answers", "one JSON object per line")
+    return columns["answer"], out
+
+
+def _columns(path: Path, names: list[str], options: ImportOptions, line: int) -> dict[str, str]:
+    """The columns to read: answer, and the key (item id or prompt)."""
+    answer = _pick(path, names, options.answer_column, ANSWER_COLUMNS, "answer", "--answer-column", line)
+    if options.key == "prompt":
+        if PROMPT_COLUMN not in names:
+            raise problem_at(path, line, f"--key prompt needs a column {PROMPT_COLUMN!r}; found {_listed(names)}",
+                           "or import by item id with --key id")
+        return {"answer": answer, "key": PROMPT_COLUMN}
+    return {"answer": answer, "key": _pick(path, names, options.id_column, ID_COLUMNS, "item id", "--id-column", line)}
+
+
+def _pick(path: Path, names: list[str], chosen: str | None, candidates: tuple[str, ...], what: str, flag: str,
+          line: int) -> str:
+    if chosen is not None:
+        if chosen not in names:
+            raise problem_at(path, line, f"no column {chosen!r} ({flag}); found {_listed(names)}")
+        return chosen
+    found = [c for c in candidates if c in names]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise problem_at(path, line, f"several {what} columns: {_listed(found)}", f"name the one to read with {flag}")
+    raise problem_at(path, line, f"no {what} column ({' or '.join(candidates)}); found {_listed(names)}",
+                   f"name it with {flag}")
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names[:12]) + (" ..." if len(names) > 12 else "") if names else "none"
+
+
+def _table_row(path: Path, line: int, row: dict[str, Any], columns: dict[str, str]) -> AnswerRow:
+    key = _text(path, line, row.get(columns["key"]), columns["key"])
+    text = _text(path, line, row.get(columns["answer"]), columns["answer"])
+    stage = row.get(STAGE_COLUMN)
+    return AnswerRow(line, key, _media(path, line, row.get(MEDIA_COLUMN)),
+                     None if stage in (None, "") else str(stage), _sample(path, line, row.get(SAMPLE_COLUMN)),
+                     (text,))
+
+
+def _text(path: Path, line: int, value: Any, column: str) -> str:
+    """A cell as text: a string, or an integer; anything else is refused, not converted."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    what = "missing" if value is None else f"a {type(value).__name__}"
+    raise problem_at(path, line, f"{column!r} is {what}, not text",
+                   'write "" for an empty answer, or leave the row out (see --allow-missing)')
+
+
+def _sample(path: Path, line: int, value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise problem_at(path, line, f"sample {value!r} is not a sample index (0, 1, ...)")
+
+
+def _media(path: Path, line: int, value: Any) -> tuple[str, ...] | None:
+    if value is None or value == "" or value == []:
+        return None
+    hint = "benchc show --json MANIFEST lists each item's media sha256"
+    if not isinstance(value, (str, list)) or not all(isinstance(v, str) for v in (value if isinstance(value, list) else [])):
+        raise problem_at(path, line, f"{MEDIA_COLUMN} {value!r} is not a sha256 or a list of them", hint)
+    parts = value if isinstance(value, list) else _SPLIT.split(value.strip())
+    shas = tuple(p.strip().lower() for p in parts if p.strip())
+    bad = [s for s in shas if not _SHA.match(s)]
+    if bad:
+        raise problem_at(path, line, f"{MEDIA_COLUMN} {bad[0]!r} is not a sha256 (64 hex digits)", hint)
+    return shas
+
+
+def _lm_eval_rows(path: Path, data: bytes, options: ImportOptions) -> list[AnswerRow]:
+    rows = []
+    for line, obj in _json_lines(path, data):
+        if not isinstance(obj, dict) or "doc_id" not in obj:
+            raise problem_at(path, line, "not an lm-eval sample (an object with doc_id, doc, arguments, resps)",
+                           "give --format jsonl for a plain answers file")
+        doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
+        if options.key == "prompt":
+            key, media = _lm_eval_prompt(path, line, obj), _media(path, line, doc.get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
+        else:
+            key, media = _lm_eval_id(path, line, doc, options.id_column), None
+        rows.append(AnswerRow(line, key, media, options.stage, 0, _lm_eval_texts(path, line, obj)))
+    if not rows:
+        raise problem_at(path, None, "the file holds no samples", "an lm-eval --log_samples file: one sample per line")
+    return rows
+
+
+def _lm_eval_id(path: Path, line: int, doc: dict[str, Any], id_column: str | None) -> str:
+    for name in ([id_column] if id_column else list(ID_COLUMNS)):
+        if name in doc:
+            return _text(path, line, doc[name], f"doc.{name}")
+    raise problem_at(path, line, f"the sample's doc has no {' or '.join(f'doc.{n}' for n in ID_COLUMNS)}",
+                   "match samples by their prompt with --key prompt, or name the doc field with --id-column")
+
+
+def _lm_eval_prompt(path: Path, line: int, obj: dict[str, Any]) -> str:
+    arguments = obj.get("arguments")
+    context: Any = None
+    if isinstance(arguments, dict):
+        first = arguments.get("gen_args_0")
+        context = first.get("arg_0") if isinstance(first, dict) else None
+    elif isinstance(arguments, list) and arguments and isinstance(arguments[0], list) and arguments[0]:
+        context = arguments[0][0]
+    if not isinstance(context, str):
+        raise problem_at(path, line, "the sample's arguments hold no prompt (gen_args_0.arg_0)",
+                       "match samples by item id with --key id")
+    return context
+
+
+def _lm_eval_texts(path: Path, line: int, obj: dict[str, Any]) -> tuple[str, ...]:
+    """The generations of the sample's one request: ``resps[0]``, else ``filtered_resps[0]``."""
+    resps = obj.get("resps", obj.get("filtered_resps"))
+    if not isinstance(resps, list) or not resps:
+        raise problem_at(path, line, "the sample has no resps", "an lm-eval --log_samples file of a generate_until task")
+    if len(resps) > 1:
+        raise problem_at(path, line, f"the sample has {len(resps)} requests; benchc imports one generation request "
+                                   "per doc", "import the samples of a generate_until task")
+    texts = resps[0] if isinstance(resps[0], list) else [resps[0]]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise problem_at(path, line, "resps[0] is not a list of generated texts (a loglikelihood task?)",
+                       "benchc scores generated answers: import the samples of a generate_until task")
+    return tuple(texts)

@@ -1,0 +1,382 @@
+"""``benchc import``: answers produced outside benchc (another harness, an API batch job, a
+colleague's script) -> a run folder that ``benchc score`` and ``benchc report`` read exactly as
+they read one written by ``benchc run``.
+
+Inputs (``--format``; ``auto`` reads ``.csv``/``.tsv`` as tables and tells lm-eval samples from
+plain JSON Lines by their first object):
+
+* ``jsonl`` and ``csv`` (``.tsv`` is tab-separated): one answer per row, in a column named
+  ``response``, ``answer``, ``prediction`` or ``output`` (exactly one of them may be present, or
+  name it with ``--answer-column``). The item is found by ``--key id``: a column ``item_id`` or
+  ``id`` (or ``--id-column``) holding benchc's item id; or by ``--key prompt``: a column
+  ``prompt`` holding the item's rendered prompt, with ``media_sha256`` (one sha256, or several
+  separated by spaces, commas or semicolons; a JSON list in JSON Lines) where one prompt is asked
+  over several media (the perturbed images of one question). Optional columns: ``sample``
+  (0-based, for specs with ``generation.n`` > 1) and ``stage`` (specs whose metrics read more
+  than one stage).
+* ``lm-eval`` and ``lmms-eval`` ``--log_samples`` JSON Lines (one schema): ``--key id`` reads
+  ``doc.item_id`` (else ``doc.id``), ``--key prompt`` the context of ``arguments``
+  (``gen_args_0.arg_0`` as lm-eval saves it, or the first element of the first argument list)
+  with ``doc.media_sha256``. The answers are ``resps[0]`` (the raw generations, one per sample:
+  the spec's own ``[answer]`` extraction reads them, as it reads a run's), or
+  ``filtered_resps[0]`` in a file without ``resps``. lm-eval logs a doc once per filter; the
+  same answer logged twice is one answer.
+
+Nothing is guessed. A row that matches no item, a prompt that matches several items, one item
+answered twice with different texts, an unknown stage or sample: each is counted, with the line
+numbers of the first few, and the import is refused (exit 2). Rows of items outside the manifest
+can be skipped on purpose with ``ignore_unmatched`` (an answers file over a whole dataset, a
+manifest of a sample of it). Items without an answer are refused too unless ``allow_missing``:
+then each missing answer is recorded as a response of kind ``missing`` (no text: it is never
+right and agrees with nothing) and counted in run.json, and ``score`` notes the count.
+
+The run record says the answers were imported (``imported``: the source file's path, sha256 and
+size, the format, the key, the answer field, and the counts) and names the manifest digest and
+spec digest it was checked against; the manifest is read with its lock verified, like a run's.
+Its ``backends`` hold an ``imported`` pseudo-backend (so report footers say so), and it has no
+timestamps: importing the same file against the same manifest writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchc import __version__
+from benchc.compiler.canonical import digest
+from benchc.compiler.errors import Problem, RunError
+from benchc.compiler.manifest import Manifest
+from benchc.compiler.metrics import METRIC_SCHEMAS
+from benchc.compiler.spec.models import Spec, Stage
+
+from .answer_files import (
+    EXAMPLES,
+    FORMATS,
+    KEYS,
+    MEDIA_COLUMN,
+    STAGE_COLUMN,
+    AnswerRow,
+    ImportOptions,
+    ParsedFile,
+    problem_at,
+    read_answers,
+)
+from .run import RESPONSE_SCHEMA
+from .runfolder import check_run_dir, manifest_items, open_manifest, write_run_folder
+
+TEXT_TASKS = frozenset({"generate", "speech-to-text"})
+"""Stage tasks whose answers are text (the others answer with audio or images)."""
+IMPORTED = "imported"
+MISSING_KIND = "missing"
+
+
+@dataclass
+class ImportResult:
+    run_dir: Path
+    benchmark: dict[str, Any]
+    manifest_digest: str
+    format: str
+    key: str
+    items: int
+    answers: int
+    expected: int
+    missing: int
+    repeats: int
+    unmatched_ignored: int
+    stages: list[str] = field(default_factory=list)
+
+
+# matching rows to items ----------------------------------------------------------------------
+
+def _normal(text: str) -> str:
+    """Prompts compared with Windows line ends read as Unix ones (a CSV saved by a spreadsheet)."""
+    return text.replace("\r\n", "\n")
+
+
+class ItemIndex:
+    """The manifest's items by id, or by rendered prompt with their media."""
+
+    def __init__(self, items: pl.DataFrame) -> None:
+        self.ids = set(items["item_id"].to_list())
+        self.by_prompt: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for item_id, prompt, media in items.select("item_id", "prompt", "media").iter_rows():
+            if prompt is None:
+                continue
+            shas = tuple(m["sha256"] for m in json.loads(media or "[]"))
+            self.by_prompt.setdefault(_normal(prompt), []).append((item_id, shas))
+
+    def find(self, row: AnswerRow, key: str) -> tuple[str | None, str, bool]:
+        """(item id, "", False) for the one item the row names, else (None, why, whether
+        several items match)."""
+        if key == "id":
+            return (row.key, "", False) if row.key in self.ids else (None, f"no item {_short(row.key)}", False)
+        found = self.by_prompt.get(_normal(row.key), [])
+        if row.media is not None:
+            wanted = sorted(row.media)
+            with_media = [f for f in found if sorted(f[1]) == wanted]
+            if not with_media and found:
+                return None, (f"{len(found)} item(s) have prompt {_short(row.key)}, none with media "
+                              f"{_shas(row.media)}"), False
+            found = with_media
+        if not found:
+            return None, f"no item has prompt {_short(row.key)}", False
+        if len(found) > 1:
+            return None, (f"{len(found)} items have prompt {_short(row.key)}"
+                          + (" and these media" if row.media else f" (different media: give {MEDIA_COLUMN})")), True
+        return found[0][0], "", False
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _shas(shas: tuple[str, ...]) -> str:
+    return ", ".join(s[:12] for s in shas)
+
+
+@dataclass
+class Matched:
+    """What the rows answered, and everything that went wrong, by kind."""
+
+    answers: dict[tuple[str, str, int], tuple[str, int]] = field(default_factory=dict)
+    repeats: int = 0
+    unmatched: list[tuple[int, str]] = field(default_factory=list)
+    ambiguous: list[tuple[int, str]] = field(default_factory=list)
+    invalid: list[tuple[int, str]] = field(default_factory=list)
+    conflicts: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+def match_rows(rows: list[AnswerRow], index: ItemIndex, key: str, default_stage: str | None,
+               expected: dict[str, int]) -> Matched:
+    out = Matched()
+    for row in rows:
+        item, why, several = index.find(row, key)
+        if item is None:
+            (out.ambiguous if several else out.unmatched).append((row.line, why))
+            continue
+        stage = row.stage or default_stage
+        if stage not in expected:
+            out.invalid.append((row.line, f"stage {stage!r} is not a text stage of this spec "
+                                          f"(stages: {', '.join(expected)})"))
+            continue
+        for offset, text in enumerate(row.texts):
+            _add(out, row, item, stage, row.first_sample + offset, text, expected[stage])
+    return out
+
+
+def _add(out: Matched, row: AnswerRow, item: str, stage: str, sample: int, text: str, samples: int) -> None:
+    if sample >= samples:
+        out.invalid.append((row.line, f"item {_short(item)} sample {sample}, but the spec asks {samples} "
+                                      f"sample(s) per item (generation.n)"))
+        return
+    slot = (item, stage, sample)
+    if slot not in out.answers:
+        out.answers[slot] = (text, row.line)
+    elif out.answers[slot][0] == text:
+        out.repeats += 1
+    else:
+        out.conflicts.append((out.answers[slot][1], row.line, f"item {_short(item)}" +
+                              (f" sample {sample}" if samples > 1 else "")))
+
+
+# what the spec asks --------------------------------------------------------------------------
+
+def scored_stages(spec: Spec) -> list[str]:
+    """The stages the spec's metrics read (the last stage when it has no metric), in spec order."""
+    wanted = set()
+    for metric in spec.metric:
+        params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+        wanted |= {params.stage or spec.stage[-1].id, *params.extra_stages()}
+    if not wanted:
+        wanted = {spec.stage[-1].id}
+    return [s.id for s in spec.stage if s.id in wanted]
+
+
+def expected_samples(spec: Spec) -> dict[str, int]:
+    """Answers per item of each stage: ``generation.n`` for a first stage that generates, the
+    count of its input stage's answers for a later one (a run asks one request per answer)."""
+    counts: dict[str, int] = {}
+    for stage in spec.stage:
+        if stage.input == "prompt":
+            counts[stage.id] = spec.generation.n if stage.task == "generate" else 1
+        else:
+            counts[stage.id] = counts[stage.input]
+    return counts
+
+
+def _importable(spec: Spec, scored: list[str], path: Path) -> dict[str, Stage]:
+    stages = {s.id: s for s in spec.stage}
+    audio = [s for s in scored if stages[s].task not in TEXT_TASKS]
+    if audio:
+        raise problem_at(path, None, f"the metrics read stage {audio[0]!r}, which answers with "
+                                   f"{stages[audio[0]].task.split('-to-')[-1]}; benchc import reads text answers",
+                       "produce those answers with `benchc run`")
+    return {s.id: s for s in spec.stage if s.task in TEXT_TASKS}
+
+
+def _default_stage(scored: list[str], options: ImportOptions, rows: list[AnswerRow],
+                   text_stages: dict[str, Stage], path: Path) -> str | None:
+    if options.stage is not None:
+        if options.stage not in text_stages:
+            raise RunError(Problem(f"--stage {options.stage!r} is not a text stage of this spec "
+                                   f"(stages: {', '.join(text_stages)})", key="--stage"))
+        return options.stage
+    if len(scored) == 1 or all(r.stage for r in rows):
+        return scored[0]
+    unnamed = next(r for r in rows if not r.stage)
+    raise problem_at(path, unnamed.line, f"the metrics read stages {', '.join(scored)} and this row names none",
+                   f"add a {STAGE_COLUMN!r} column, or import one stage with --stage")
+
+
+# problems ------------------------------------------------------------------------------------
+
+def _examples(entries: list[tuple[int, str]]) -> str:
+    shown = "; ".join(f"line {line}: {why}" for line, why in entries[:EXAMPLES])
+    return shown + (f"; and {len(entries) - EXAMPLES} more" if len(entries) > EXAMPLES else "")
+
+
+def _row_problems(path: Path, found: Matched, options: ImportOptions) -> list[Problem]:
+    problems = []
+
+    def add(entries: list[tuple[int, str]], what: str, hint: str) -> None:
+        if entries:
+            problems.append(Problem(f"{len(entries)} row(s) {what}: {_examples(entries)}", file=str(path),
+                                    line=entries[0][0], hint=hint))
+
+    add(found.invalid, "cannot be imported", "fix the stage or sample of these rows")
+    if not options.ignore_unmatched:
+        add(found.unmatched, "match no item of the manifest",
+            "check that the file answers this manifest (same spec version and --set); "
+            "--ignore-unmatched skips rows of items outside it")
+    add(found.ambiguous, "match several items",
+        f"give each row the item's media in {MEDIA_COLUMN!r}, or import by item id (--key id)")
+    if found.conflicts:
+        shown = "; ".join(f"{what} on lines {a} and {b}" for a, b, what in found.conflicts[:EXAMPLES])
+        more = f"; and {len(found.conflicts) - EXAMPLES} more" if len(found.conflicts) > EXAMPLES else ""
+        problems.append(Problem(f"{len(found.conflicts)} answer(s) given twice with different texts: {shown}{more}",
+                                file=str(path), line=found.conflicts[0][1],
+                                hint="keep one answer per item (and sample); benchc does not choose between them"))
+    return problems
+
+
+def _missing(items: pl.DataFrame, stages: list[str], expected: dict[str, int],
+             answers: dict[tuple[str, str, int], tuple[str, int]]) -> list[tuple[str, str, int]]:
+    return [(item, stage, sample) for item in items["item_id"].to_list() for stage in stages
+            for sample in range(expected[stage]) if (item, stage, sample) not in answers]
+
+
+def _missing_problem(path: Path, missing: list[tuple[str, str, int]], total: int, items: int,
+                     stages: list[str]) -> Problem:
+    shown = ", ".join(_slot_name(m, len(stages) > 1) for m in missing[:EXAMPLES])
+    return Problem(f"{len(missing)} of {total} answers are missing ({items} items in the manifest), e.g. {shown}",
+                   file=str(path), hint="answer every item, or pass --allow-missing to import them as "
+                                        "unanswered (an empty answer: never right, agreeing with nothing; "
+                                        "run.json and the scores count them)")
+
+
+def _slot_name(slot: tuple[str, str, int], stages: bool = False) -> str:
+    """An answer's name in a message: its item, with its stage and sample where they tell it apart."""
+    item, stage, sample = slot
+    return repr(item) + (f" (stage {stage}, sample {sample})" if sample or stages else "")
+
+
+# the run folder ------------------------------------------------------------------------------
+
+def import_answers(manifest_dir: Path, answers_path: Path, run_dir: Path, options: ImportOptions) -> ImportResult:
+    _check_options(options)
+    manifest, spec = open_manifest(Path(manifest_dir))
+    check_run_dir(Path(run_dir))
+    path = Path(answers_path)
+    parsed = read_answers(path, options)
+    items = manifest_items(manifest)
+    scored = scored_stages(spec)
+    text_stages = _importable(spec, scored, path)
+    expected = {s: n for s, n in expected_samples(spec).items() if s in text_stages}
+    default = _default_stage(scored, options, parsed.rows, text_stages, path)
+    found = match_rows(parsed.rows, ItemIndex(items), options.key, default, expected)
+    stages = [s for s in text_stages if s in scored or any(k[1] == s for k in found.answers)]
+    problems = _row_problems(path, found, options)
+    missing = _missing(items, stages, expected, found.answers)
+    total = items.height * sum(expected[s] for s in stages)
+    if missing and not options.allow_missing:
+        problems.append(_missing_problem(path, missing, total, items.height, stages))
+    if problems:
+        raise RunError(problems)
+    source = _source_facts(path, parsed, options, found, missing, total, stages, manifest)
+    frame = _responses(found, missing, source["source_sha256"])
+    record = _record(manifest, options, stages, expected, found, missing, items.height, source)
+    write_run_folder(Path(run_dir), frame, record)
+    return ImportResult(Path(run_dir), manifest.lock["benchmark"], manifest.lock["manifest_digest"], parsed.format,
+                        options.key, items.height, len(found.answers), total, len(missing), found.repeats,
+                        len(found.unmatched), stages)
+
+
+def _check_options(options: ImportOptions) -> None:
+    if options.format not in FORMATS:
+        raise RunError(Problem(f"unknown --format {options.format!r}", key="--format",
+                               hint=f"one of {', '.join(FORMATS)}"))
+    if options.key not in KEYS:
+        raise RunError(Problem(f"unknown --key {options.key!r}", key="--key",
+                               hint="id (an item_id/id column) or prompt (the rendered prompt, with media_sha256)"))
+
+
+def _source_facts(path: Path, parsed: ParsedFile, options: ImportOptions, found: Matched,
+                  missing: list[tuple[str, str, int]], total: int, stages: list[str],
+                  manifest: Manifest) -> dict[str, Any]:
+    return {"source": str(path.resolve()), "source_sha256": parsed.sha256, "source_bytes": parsed.size,
+            "format": parsed.format, "key": options.key, "answer_field": parsed.answer_field,
+            "rows": len(parsed.rows), "answers": len(found.answers), "expected": total,
+            "identical_repeats": found.repeats, "unmatched_ignored": len(found.unmatched),
+            "missing": len(missing), "missing_examples": [_slot_name(m, len(stages) > 1) for m in missing[:10]],
+            "allow_missing": options.allow_missing, "stages": stages,
+            "checked_against": {"manifest_digest": manifest.lock["manifest_digest"],
+                                "spec_digest": manifest.lock.get("spec_digest")}}
+
+
+def _response_key(source_sha256: str, slot: tuple[str, str, int], missing: bool = False) -> str:
+    item, stage, sample = slot
+    return digest({"kind": "imported-answer", "source": source_sha256, "item": item, "stage": stage,
+                   "sample": sample, "missing": missing})
+
+
+def _responses(found: Matched, missing: list[tuple[str, str, int]], source_sha256: str) -> pl.DataFrame:
+    rows = [{"item_id": item, "stage": stage, "sample": sample, "key": _response_key(source_sha256, slot),
+             "kind": "text", "text": text, "blob": None}
+            for slot, (text, _) in found.answers.items() for item, stage, sample in [slot]]
+    rows += [{"item_id": item, "stage": stage, "sample": sample, "key": _response_key(source_sha256, slot, True),
+              "kind": MISSING_KIND, "text": None, "blob": None} for slot in missing for item, stage, sample in [slot]]
+    return pl.DataFrame(rows, schema=RESPONSE_SCHEMA, orient="row").sort("item_id", "stage", "sample")
+
+
+def _record(manifest: Manifest, options: ImportOptions, stages: list[str], expected: dict[str, int],
+            found: Matched, missing: list[tuple[str, str, int]], items: int, source: dict[str, Any]) -> dict[str, Any]:
+    fingerprint = {"backend": IMPORTED, "format": source["format"], "key": options.key,
+                   "source_sha256": source["source_sha256"]}
+    outcomes = []
+    for stage in stages:
+        answered = sum(1 for k in found.answers if k[1] == stage)
+        outcomes.append({"stage": stage, "backend": IMPORTED, "requests": items * expected[stage], "cached": 0,
+                         "ran": 0, "imported": answered, "missing": sum(1 for m in missing if m[1] == stage)})
+    return {"benchc": __version__, "manifest": str(Path(manifest.root).resolve()),
+            "benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
+            "spec_digest": manifest.lock.get("spec_digest"), "model": options.model, "stages": outcomes,
+            "backends": {stage: fingerprint for stage in stages}, "executor": IMPORTED, "imported": source}
+
+
+def import_notes(record: dict[str, Any]) -> list[str]:
+    """The lines a scored import carries into scores.json (and so into its report): where its
+    answers came from, and how many were missing."""
+    source = record.get("imported")
+    if not isinstance(source, dict):
+        return []
+    name = Path(str(source.get("source", "?"))).name
+    notes = [f"Answers imported with `benchc import` from {name} (sha256 {str(source.get('source_sha256'))[:16]}, "
+             f"format {source.get('format')}, matched by {source.get('key')}), not produced by `benchc run`."]
+    if source.get("missing"):
+        notes.append(f"{source['missing']} of {source.get('expected')} answers were missing from the imported file "
+                     "(--allow-missing): each is scored as unanswered (wrong, agreeing with nothing).")
+    return notes
