@@ -49,6 +49,11 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
             problems.add(loaded.unknown(BACKENDS, name, f"stage[{index}].backend"))
     for problem in _model_step_backend_problems(loaded, resolved):
         problems.add(problem)
+    if resolved is not None:  # a template bomb is refused here, not at the first compiled item
+        from .compiler.validate_data import sample_render_problems
+
+        for problem in sample_render_problems(resolved, None):
+            problems.add(problem)
     for problem in _select_problems(loaded):
         problems.add(problem)
     for index, metric in enumerate(loaded.spec.metric):

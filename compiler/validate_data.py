@@ -30,7 +30,7 @@ from .resolve import Resolved, ResolvedNode
 from .select import apply_filters
 from .sources import LoadedSource
 from .spec.parse import LoadedSpec
-from .templates import make_environment
+from .templates import TemplateProblem, make_environment, render
 from .values import Record
 
 RECORD_LIMIT = 1000
@@ -79,9 +79,41 @@ def validate_data(resolved: Resolved, roots: Collection[Path] = (), limit: int =
     source = _load(resolved, options, problems)
     records = source.records[:limit] if source else []
     kept = field_problems(resolved, records, problems)
+    for problem in sample_render_problems(resolved, kept[0] if kept else None):
+        problems.add(problem)
     problems.raise_if_any(SpecError)
     assert source is not None  # a failed load adds its problems
     return DataReport(len(source.records), len(records), len(kept), len(source.skipped))
+
+
+# --- one sample render of each template --------------------------------------------------------
+
+SAMPLE_TEXT = "sample text"
+RENDER_FAULTS = ("template exceeds a sandbox limit", "template tried an unsafe operation")
+
+
+def sample_render_problems(resolved: Resolved, record: Record | None) -> list[Problem]:
+    """Render the prompt and system templates once, for ``record`` (the first record the data
+    gives) or, without data, for an empty one, so that a template that would blow a sandbox limit
+    (``{{ 9**999999999 }}``, ``'a' * 10**10``, nested ``range``) or try an unsafe operation is
+    refused by ``validate``, not at the first item of a compile. Only those faults are reported:
+    a sample item lacks the attributes and node outputs a real one has, so an undefined name here
+    says nothing (``validate --data`` checks the record fields the templates name)."""
+    context: dict[str, Any] = {"record": record.fields if record else {}, "attrs": dict(record.attrs) if record else {},
+                               "item_id": record.id if record else "sample", "record_id": record.id if record else "sample",
+                               "text": SAMPLE_TEXT}
+    problems = []
+    for key, template in (("prompt.template", resolved.template), ("prompt.system", resolved.system_template)):
+        if template is None:
+            continue
+        try:
+            render(template, context)
+        except TemplateProblem as exc:
+            if str(exc).startswith(RENDER_FAULTS):
+                where = f"record {record.id!r}" if record else "an empty sample record"
+                problems.append(resolved.loaded.problem(key, f"{exc} (a sample render for {where})",
+                                                        hint="keep numbers, repetitions and ranges small"))
+    return problems
 
 
 # --- data paths -------------------------------------------------------------------------------
