@@ -129,18 +129,23 @@ def _select_problems(loaded: Any) -> list[Problem]:
 def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
             data_roots: list[Path] | None = None, workers: int = 1, overrides: list[str] | None = None,
             use_memo: bool = True, store_dir: Path | str = DEFAULT_STORE, progress: bool = True,
-            check_version: bool = True) -> CompileResult:
+            check_version: bool = True, repair: bool = False) -> CompileResult:
     """Compile a spec. Model-backed nodes are answered through the runtime (its backends, and
     the response store ``store_dir``, which a recompile or a resumed compile reads first).
     ``check_version``: a spec with a committed lock whose content moved at the lock's version
-    is refused (``compiler/diff_version.py``; skipped with ``--set`` overrides)."""
+    is refused (``compiler/diff_version.py``; skipped with ``--set`` overrides). ``repair``:
+    first check every object of the compile cache against its key and delete the damaged ones
+    (``CompileResult.repaired``), then compile without the memo, so each is recomputed."""
     from dataclasses import replace
 
+    from .compiler.cas import ContentStore
     from .compiler.diff_version import check_source_version, check_spec_version
     from .runtime.model_client import RuntimeModelClient
 
     if check_version:
         check_spec_version(spec_path, overrides)
+    repaired = ContentStore(Path(cache_dir)).remove_damaged() if repair else []
+    use_memo = use_memo and not repair
 
     client = RuntimeModelClient(Path(cache_dir), Path(store_dir), progress=progress)
     options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
@@ -151,7 +156,7 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
         client.close()
     if check_version:
         check_source_version(spec_path, result.lock, overrides)
-    return replace(result, model_requests=client.requests, model_calls=client.calls)
+    return replace(result, model_requests=client.requests, model_calls=client.calls, repaired=repaired)
 
 
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,

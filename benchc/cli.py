@@ -87,6 +87,8 @@ def compile_(spec: SpecArg,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, workers: WorkersOpt = 1,
              data_root: RootOpt = None, store: StoreOpt = DEFAULT_STORE,
              no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False,
+             repair: Annotated[bool, typer.Option("--repair", help="first check every object of the compile cache "
+                                                  "against its key, delete the damaged ones and recompute them")] = False,
              no_version_check: NoVersionCheckOpt = False) -> None:
     """Compile a spec into a manifest (items.parquet + lock.json + spec.json). Model steps
     (nodes that ask a model) keep their answers in the response store (--store)."""
@@ -94,8 +96,12 @@ def compile_(spec: SpecArg,
 
     result = api.compile(spec, out, cache_dir=cache, data_roots=data_root, workers=workers,
                          overrides=set_, use_memo=not no_memo, store_dir=store,
-                         check_version=not no_version_check)
+                         check_version=not no_version_check, repair=repair)
     lock = result.lock
+    if repair:
+        keys = ", ".join(k[:16] + "..." for k in result.repaired[:3]) + (", ..." if len(result.repaired) > 3 else "")
+        typer.echo(f"repair: {len(result.repaired)} damaged object(s) in {cache} deleted and recomputed"
+                   + (f" ({keys})" if result.repaired else ""))
     typer.echo(f"{lock['benchmark']['name']} {lock['benchmark']['version']}: {lock['item_count']} items, "
                f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
     if "select" in lock:

@@ -95,6 +95,25 @@ class ContentStore:
     def has(self, sha256: str) -> bool:
         return self.path_of(sha256).exists()
 
+    def object_keys(self) -> list[str]:
+        """Every object's key, from the file names (sorted: a scan is reproducible)."""
+        return sorted(f"{sub.name}{f.name}" for sub in self.objects.iterdir() if sub.is_dir() and len(sub.name) == 2
+                      for f in sub.iterdir() if f.is_file() and not f.name.startswith("."))
+
+    def remove_damaged(self) -> list[str]:
+        """Check every object against its key (as ``get`` does) and delete the ones that do not
+        match; their keys. In a compile cache each is recomputed by the next compile (a source's
+        media stored again from the source, an op's output by the op); node rows that point at
+        a deleted file are misses already."""
+        removed = []
+        for key in self.object_keys():
+            try:
+                self.get(key)
+            except CorruptObjectError:
+                self.path_of(key).unlink(missing_ok=True)
+                removed.append(key)
+        return removed
+
     def corrupt(self, kind: str, key: str, reason: str) -> CorruptObjectError:
         """The error for object ``key`` that does not match its key (``reason`` says how)."""
         path = self.path_of(key)
@@ -103,7 +122,8 @@ class ContentStore:
                     "(this store still holds the answer that points at the file)")
         else:
             hint = ("delete the file and rerun: it is recomputed (`benchc compile --no-memo`; "
-                    "a source's media is stored again from the source)")
+                    "a source's media is stored again from the source); `benchc compile --repair` finds "
+                    "and deletes every damaged object of the cache and recomputes them")
         return CorruptObjectError(Problem(
             f"{kind} {key[:16]}... in the content store does not match its key ({reason}): the file was "
             f"modified or damaged after it was stored", file=str(path), hint=hint))

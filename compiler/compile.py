@@ -72,6 +72,8 @@ class CompileResult:
     ops_run: int = 0
     model_prompts: int = 0
     """Prompts this compile sent to the model client (node-cache misses of model nodes)."""
+    repaired: list[str] = field(default_factory=list)
+    """Keys of the damaged cache objects ``--repair`` deleted before this compile recomputed them."""
     model_requests: int | None = None
     """Distinct requests among them, and how many of those a model answered (the rest came from
     the response store): set by callers that know their client (``benchc.api.compile``)."""

@@ -207,6 +207,27 @@ def test_a_flipped_image_in_the_cache_is_refused_when_a_model_is_sent_it(project
     assert project.answers(project.root / "r3") == clean
 
 
+def test_compile_repair_deletes_and_recomputes_every_damaged_object(project: Project,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    clean = project.answers()
+    damaged = [project.item_image(), project.source_image()]  # an op's output, a source's image
+    flip(damaged[0], 200)  # any damage ...
+    silent_flip(damaged[1])  # ... and one that still decodes, to other pixels
+    code, out, err = project.cli(capsys, "compile", project.spec, "-o", project.root / "m2", "--cache", project.cache,
+                                 "--store", project.store, "--repair", "--no-version-check")
+    assert code == 0, err
+    assert "repair: 2 damaged object(s)" in out and "(unchanged)" not in out
+    assert all(path.is_file() for path in damaged)  # made anew: by the op, and from the source
+    assert ContentStore(project.cache).remove_damaged() == []
+    assert read_manifest(project.root / "m2").lock["manifest_digest"] == read_manifest(project.manifest).lock[
+        "manifest_digest"]
+    project.run(project.root / "r2", store=project.root / "fresh-store")  # every image read again
+    assert project.answers(project.root / "r2") == clean
+    code, out, _ = project.cli(capsys, "compile", project.spec, "-o", project.root / "m2", "--cache", project.cache,
+                               "--store", project.store, "--repair", "--no-version-check")
+    assert code == 0 and "repair: 0 damaged object(s)" in out
+
+
 def test_a_flipped_source_image_is_refused_when_an_op_decodes_it(project: Project) -> None:
     source = project.source_image()
     silent_flip(source)
