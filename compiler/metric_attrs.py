@@ -48,6 +48,16 @@ def _metric_problems(resolved: Resolved, index: int, params: Any,
         out.append(loaded.problem(
             f"metric[{index}].reference", f"no item has {over} = {reference!r}: nothing to compare against",
             hint=f"{hint + ' ' if hint else ''}values of {over}: {', '.join(seen[:20])}"))
+    for name, wanted in sorted((getattr(params, "where", {}) or {}).items()):
+        if name not in values:
+            hint = did_you_mean(name, names)
+            out.append(loaded.problem(
+                f"metric[{index}].where.{name}", f"no item has the attribute {name!r}",
+                hint=f"{hint + ' ' if hint else ''}item attributes: {', '.join(names) or 'none'}"))
+        elif not any(str(v) in values[name] for v in wanted):
+            out.append(loaded.problem(
+                f"metric[{index}].where.{name}", f"no item has {name} in {list(wanted)!r}: the metric would score nothing",
+                hint=f"values of {name}: {', '.join(sorted(values[name])[:20])}"))
     for value in sorted(getattr(params, "relations", {}) or {}):
         if over in values and value not in values[over]:
             hint = did_you_mean(value, sorted(values[over]))

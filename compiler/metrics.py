@@ -16,6 +16,10 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
     ValidationError,
     model_serializer,
     model_validator,
@@ -24,6 +28,16 @@ from pydantic import (
 from .errors import Problem
 from .registry import Registry
 from .spec.models import Spec
+
+
+COMMON_ADDED = frozenset({"where"})
+"""Parameters every metric gained after its first release (see ``MetricParams.added``)."""
+
+
+def selects(where: dict[str, list[Any]], attrs: dict[str, Any]) -> bool:
+    """Whether an item with ``attrs`` is one a metric's ``where`` keeps (values compared as text,
+    as attribute values are everywhere else)."""
+    return all(name in attrs and str(attrs[name]) in {str(v) for v in values} for name, values in where.items())
 
 
 class MetricParams(BaseModel):
@@ -38,12 +52,15 @@ class MetricParams(BaseModel):
     stage: str | None = Field(None, description="stage whose responses are scored (default: last)")
     by: list[str] = Field(default_factory=list, description="item attributes to split results by")
     embedder: str = Field("minilm", description="sentence embedding model for similarities")
+    where: dict[str, list[StrictStr | StrictInt | StrictFloat | StrictBool]] = Field(
+        default_factory=dict, description="score only the items whose attributes take one of the listed values, "
+                                          "e.g. { index = [1, 2, 3] } (default: every item)")
 
     @model_serializer(mode="wrap")
     def _without_added_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in self.added:
+            for name in self.added | COMMON_ADDED:
                 if name in data and getattr(self, name) == type(self).model_fields[name].get_default(
                         call_default_factory=True):
                     del data[name]

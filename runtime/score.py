@@ -10,7 +10,7 @@ import polars as pl
 
 from benchc.compiler.errors import BenchcError, Problem, RunError, SpecError
 from benchc.compiler.manifest import SPEC_FILE, Manifest
-from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems
+from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems, selects
 from benchc.compiler.spec.models import Answer, Spec
 
 from .answers import describe, extract_all
@@ -43,6 +43,14 @@ def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: s
                               json.loads(row["targets"]), texts, node=row.get("node") or "",
                               prompt=row.get("prompt") or "", media=media, blobs=blobs))
     return out
+
+
+def _selected(items: pl.DataFrame, where: dict[str, list[Any]]) -> pl.DataFrame:
+    """The items a metric's ``where`` keeps (all of them without one)."""
+    if not where:
+        return items
+    keep = [selects(where, json.loads(attrs)) for attrs in items["attrs"]]
+    return items.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
 class _LazyMedia:
@@ -89,13 +97,17 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
             if needed not in backends:
                 raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
                                        hint="rerun `benchc run`; it resumes where it stopped"))
-        data = MetricInput(_items_with_responses(items, responses, stage, spec.answer),
+        scored = _selected(items, params.where)
+        data = MetricInput(_items_with_responses(scored, responses, stage, spec.answer),
                            load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
                            backends[stage],
-                           stages={s: _items_with_responses(items, responses, s, spec.answer)
+                           stages={s: _items_with_responses(scored, responses, s, spec.answer)
                                    for s in params.extra_stages()},
                            media=media)
         result = implementation.score(params, data)
+        if params.where:
+            result.notes.append(f"Items: the {scored.height} of {items.height} with "
+                                + " and ".join(f"{k} in {list(v)}" for k, v in params.where.items()) + " (where).")
         read = describe(spec.answer)
         if read is not None:
             result.notes.append(read)

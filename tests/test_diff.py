@@ -106,11 +106,11 @@ def qr_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_version_bump_alone_changes_no_item(qr_tmp: Path) -> None:
-    result = _diff(qr_tmp, lambda t: t.replace('version = "2.0.0"', 'version = "2.0.1"'))
+    result = _diff(qr_tmp, lambda t: t.replace('version = "3.0.0"', 'version = "3.0.1"'))
     assert _paths(result.spec) == ["benchmark.version"]
     assert result.items.equal and result.items.items_a == 96
     assert _paths(result.lock) == []  # the version is shown once, in the spec section
-    assert result.bump() == {"from": "2.0.0", "to": "2.0.1", "made": "patch", "needed": "none"}
+    assert result.bump() == {"from": "3.0.0", "to": "3.0.1", "made": "patch", "needed": "none"}
 
 
 def test_removing_a_grid_value_removes_exactly_its_items(qr_tmp: Path) -> None:

@@ -62,11 +62,11 @@ def test_an_edit_at_the_same_version_is_refused_and_a_bump_accepted(tree: Path) 
         _compile(tree)
     problem = caught.value.problems[0]
     assert problem.key == "benchmark.version" and problem.line is not None
-    assert "still 2.0.0" in problem.message and "bump [benchmark].version" in problem.hint
+    assert "still 3.0.0" in problem.message and "bump [benchmark].version" in problem.hint
     assert _compile(tree, check_version=False).lock["item_count"] == 96  # the API's opt-out
     assert _compile(tree, overrides=["sample.n=2"]).lock["item_count"] == 8  # a --set variant is not the spec
-    _edit(_spec(tree), 'version = "2.0.0"', 'version = "3.0.0"')
-    assert _compile(tree).lock["benchmark"]["version"] == "3.0.0"
+    _edit(_spec(tree), 'version = "3.0.0"', 'version = "4.0.0"')
+    assert _compile(tree).lock["benchmark"]["version"] == "4.0.0"
 
 
 @pytest.mark.slow
