@@ -259,13 +259,19 @@ def needed_bump(spec: list[Change], lock: list[Change], items: ItemDiff | None) 
     moved = [c for c in lock if c.path in ("spec_digest", "manifest_digest", "source.digest")]
     if items is not None and (items.removed or items.changed):
         return "major"
-    if any(c.section in UNCOMPARABLE and not (c.section in ADDABLE and c.kind == "added") for c in content):
+    if any(c.section in UNCOMPARABLE and not _entry_added(c) for c in content):
         return "major"
     if (items is not None and items.added) or any(c.section in ADDABLE for c in content):
         return "minor"
     if content or moved:
         return "major" if items is None else "patch"
     return "patch" if any(c.path == "benchmark.description" for c in spec) else "none"
+
+
+def _entry_added(change: Change) -> bool:
+    """A whole stage or metric added (``metric[name]``): new scores beside comparable ones. A key
+    added inside an existing entry (``metric[name].where``) changes what that score means."""
+    return change.section in ADDABLE and change.kind == "added" and change.path.endswith("]")
 
 
 def side_info(label: str, kind: str, doc: dict[str, Any] | None, lock: dict[str, Any] | None,

@@ -284,6 +284,9 @@ def test_the_bump_needed_follows_the_readme() -> None:
     assert needed_bump([change("source", "source.pin")], [], same) == "patch"
     assert needed_bump([change("nodes", "node[q].params.x")], [], ItemDiff(10, 12, added=2)) == "minor"
     assert needed_bump([change("stages", "stage[check]", "added")], [], same) == "minor"
+    assert needed_bump([change("metrics", "metric[general.accuracy]", "added")], [], same) == "minor"
+    # a key added inside an existing metric changes what its score means
+    assert needed_bump([change("metrics", "metric[mmr3.all].where.index", "added")], [], same) == "major"
     assert needed_bump([change("stages", "stage[answer]", "removed")], [], same) == "major"
     assert needed_bump([change("generation", "generation.max_new_tokens")], [], same) == "major"
     assert needed_bump([change("nodes", "node[q].params.x")], [], ItemDiff(10, 10, changed=1)) == "major"
