@@ -253,11 +253,14 @@ def reproduce(paper: Path | str, *, record: bool = False, check: bool = True, ma
 
 def _make_paper_run(order: Any, progress: bool) -> None:
     """A paper's ``[run.make]``: compile its spec (checked against the spec's lock like any
-    compile) and run it, into the folders the paper file names."""
+    compile) and run it, or import its answers, into the folders the paper file names."""
     folders: dict[str, Any] = {k: v for k, v in (("cache_dir", order.cache_dir), ("store_dir", order.store_dir))
                                if v is not None}
     compiled = compile(order.spec_file, order.manifest_dir, workers=order.workers, overrides=order.overrides,
                        data_roots=order.data_roots, progress=progress, **folders)
+    if order.answers is not None:
+        import_answers(compiled.manifest_dir, order.answers, order.run_dir, key=order.key, model=order.model)
+        return
     run(compiled.manifest_dir, order.run_dir, model=order.model, backends=order.backends, workers=order.workers,
         progress=progress, **folders)
 
