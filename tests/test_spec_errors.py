@@ -103,3 +103,16 @@ def test_a_pinned_source_that_changed_is_refused(tmp_path: Path) -> None:
     spec = _mutated(tmp_path, 'loader = "mmcbench.text_table"', 'loader = "mmcbench.text_table"\npin = "' + "0" * 64 + '"')
     message = _compile_fails(tmp_path, spec)
     assert "mini.toml:8 source.pin: source data changed" in message and "bump the version" in message
+
+
+def test_an_override_reaches_into_an_array_of_tables_by_number(tmp_path: Path) -> None:
+    from benchc.compiler.spec.parse import load_spec
+
+    spec = write_mini(tmp_path)
+    loaded = load_spec(spec, ["metric.0.bootstrap=7"])
+    assert loaded.spec.metric[0].params["bootstrap"] == 7
+    for override, words in (("metric.5.bootstrap=7", "not an entry of an array of"),
+                            ("metric.x.bootstrap=7", "not an entry of an array of"),
+                            ("metric.0=1", "replaces an entry of an array")):
+        done = cli("compile", spec, "-o", tmp_path / "m", "--set", override)
+        assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr

@@ -164,13 +164,29 @@ def _apply_override(raw: dict[str, Any], override: str, path: Path) -> None:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value.strip()
-    target = raw
+    target: Any = raw
     parts = key.strip().split(".")
     for part in parts[:-1]:
-        target = target.setdefault(part, {})
-        if not isinstance(target, dict):
-            raise SpecError(Problem(f"override {key!r} goes through a non-table value", file=str(path)))
+        target = _step_into(target, part, key, path)
+    if isinstance(target, list):
+        raise SpecError(Problem(f"override {key!r} replaces an entry of an array",
+                                file=str(path), hint="set a key inside it, e.g. metric.0.threshold=0.5"))
     target[parts[-1]] = parsed
+
+
+def _step_into(target: Any, part: str, key: str, path: Path) -> Any:
+    """One step of an override's key: a table's key (made when missing), or an entry of an array
+    of tables by its number (``metric.0.threshold``: the spec's first [[metric]])."""
+    if isinstance(target, list):
+        if not part.isdigit() or int(part) >= len(target):
+            raise SpecError(Problem(f"override {key!r}: {part!r} is not an entry of an array of {len(target)}",
+                                    file=str(path), hint=f"use a number from 0 to {len(target) - 1}"))
+        target = target[int(part)]
+    else:
+        target = target.setdefault(part, {})
+    if not isinstance(target, (dict, list)):
+        raise SpecError(Problem(f"override {key!r} goes through a non-table value", file=str(path)))
+    return target
 
 
 def _key_path(loc: tuple[Any, ...]) -> str:
