@@ -45,13 +45,16 @@ def image_of(cache: Path, media_json: str) -> np.ndarray:
     return np.asarray(load_image(ContentStore(cache), media["sha256"]).convert("RGB")).astype(np.int32)
 
 
-def scene_input(image_id: str, size: int) -> Image.Image:
-    """What the restyling specs feed their styles: the scene's image, resized as image.resize does."""
+def scene_input(image_id: str, size: int | None) -> Image.Image:
+    """What the restyling specs feed their styles: the scene's image, resized as image.resize does
+    (size None: at its own resolution, as the restyling specs use it)."""
     from benchc.compiler.ops.image_style import target_size
     from benchc.compiler.sources.scenes import make_scene
 
     seed, index = image_id.split("-")[1:]
     image = make_scene(int(seed), int(index)).image.convert("RGB")
+    if size is None:
+        return image
     return image.resize(target_size(image.size, size, "shorter_side"), Image.Resampling.LANCZOS)
 
 
@@ -94,21 +97,19 @@ def test_question_rephrasing_data_is_what_the_script_writes(tmp_path: Path) -> N
 # --- MM-R3 image restyling ----------------------------------------------------------------------
 
 
-def test_image_restyling_grays_each_image_at_three_resolutions(tmp_path: Path) -> None:
+def test_image_restyling_grays_each_image_at_its_own_resolution(tmp_path: Path) -> None:
     cache = tmp_path / "c"
     items = compile_spec(RESTYLING, tmp_path / "m", cache)
-    assert items.height == 18 and items["group_id"].n_unique() == 6
+    assert items.height == 6 and items["group_id"].n_unique() == 6
     assert set(items["prompt"]) == {"Please describe the place in the image in two sentences."}
     for group_id, group in items.group_by("group_id"):
-        attrs = attrs_of(group)
-        assert sorted(a["size"] for a in attrs) == [224, 640, 1024]
-        assert {a["style"] for a in attrs} == {"grayscale"}
-        for a, media in zip(attrs, group["media"]):
-            gray = image_of(cache, media)
-            source = scene_input(group_id[0].split("/")[0], a["size"])
-            assert min(gray.shape[:2]) == a["size"]
-            assert np.ptp(np.asarray(source).astype(np.int32), axis=2).max() > 50  # the input has colour
-            assert np.array_equal(gray, np.asarray(source.convert("L").convert("RGB")))
+        (attrs,) = attrs_of(group)
+        assert attrs["style"] == "grayscale"
+        gray = image_of(cache, group["media"][0])
+        source = scene_input(group_id[0].split("/")[0], None)
+        assert gray.shape[:2] == (256, 256)  # the scene's own size: no resize
+        assert np.ptp(np.asarray(source).astype(np.int32), axis=2).max() > 50  # the input has colour
+        assert np.array_equal(gray, np.asarray(source.convert("L").convert("RGB")))
 
 
 def make_weights(folder: Path) -> dict[str, str]:
@@ -155,7 +156,7 @@ def test_image_restyling_styles_with_user_weights(tmp_path: Path, weights: tuple
     assert items.height == 8 and items["group_id"].n_unique() == 2
     assert set(items["prompt"]) == {"Please describe the place in the image in two sentences."}
     for group_id, group in items.group_by("group_id"):
-        source = np.asarray(scene_input(group_id[0].split("/")[0], 224)).astype(np.int32)
+        source = np.asarray(scene_input(group_id[0].split("/")[0], None)).astype(np.int32)
         images = {a["style"]: image_of(cache, m) for a, m in zip(attrs_of(group), group["media"])}
         assert sorted(images) == sorted([*STYLES, "grayscale"])
         for style in STYLES:
@@ -181,28 +182,45 @@ def test_image_restyling_styles_example_refuses_unpinned_weights(tmp_path: Path,
 
 
 def test_merlim_relationships_ask_each_question_as_is_and_negated(tmp_path: Path, shared_cache: Path) -> None:
+    """Each released item is two records (its original and its edited image); each asks the
+    question and MERLIM's released negation (question_neg)."""
     items = compile_spec(RELATIONS, tmp_path / "m", shared_cache)
     data = json.loads((SPECS / "merlim" / "data" / "rel_task_set_eval_curated_v3_first25imgs.json").read_text())
     released = {Path(item["in_img"]).stem: item for per_image in data.values() for item in per_image}
     lock = json.loads((tmp_path / "m" / "lock.json").read_text())
-    assert lock["source"]["records"] == 88 == len(released)
-    assert lock["source"]["selected"] == 88
-    # 3 items ask questions text.negate_question cannot negate: their negation is dropped
-    assert lock["dropped"] == {"negated": {"no subject to negate": 3}}
-    assert items.height == 88 + 85 and items["group_id"].n_unique() == 88
+    assert lock["source"]["records"] == lock["source"]["selected"] == 2 * 88 == 2 * len(released)
+    assert not lock.get("dropped")
+    assert items.height == 4 * 88 and items["group_id"].n_unique() == 2 * 88
     assert items["prompt"].to_list() == items["text"].to_list()  # MERLIM's prompt is the question
-    same_as_merlim = 0
     for group_id, group in items.group_by("group_id"):
+        stem, image = group_id[0].split("/")
+        assert {json.loads(a)["image"] for a in group["attrs"]} == {image} and image in ("original", "edited")
+        assert {json.loads(a)["pair"] for a in group["attrs"]} == {stem}
         by_node = dict(zip(group["node"], group["prompt"]))
-        if len(by_node) == 1:
-            assert by_node["asked"] == released[group_id[0]]["question"]
-            continue
-        assert sorted(by_node) == ["asked", "negated"]
-        asked, negated = by_node["asked"], by_node["negated"]
-        assert asked == released[group_id[0]]["question"]
-        assert " not " in negated and negated.replace(" not", "", 1) == asked
-        same_as_merlim += negated == released[group_id[0]]["question_neg"]
-    assert same_as_merlim == 67
+        assert by_node == {"asked": released[stem]["question"], "negated": released[stem]["question_neg"]}
+
+
+def test_merlim_relationships_rule_negation_as_the_header_says(tmp_path: Path, shared_cache: Path) -> None:
+    """The header's opt-in: without `params.field` text.negation negates by rule ("not" after
+    the subject); it agrees with MERLIM's question_neg on 67 of the 85 items it can negate."""
+    text = RELATIONS.read_text()
+    assert 'params.field = "question_neg"\n' in text
+    spec = tmp_path / "rule.toml"
+    spec.write_text(text.replace('params.field = "question_neg"\n', 'params.on_fail = "drop"\n'))
+    items = compile_spec(spec, tmp_path / "m", shared_cache, "--data-root", SPECS / "merlim")
+    data = json.loads((SPECS / "merlim" / "data" / "rel_task_set_eval_curated_v3_first25imgs.json").read_text())
+    released = {Path(item["in_img"]).stem: item for per_image in data.values() for item in per_image}
+    lock = json.loads((tmp_path / "m" / "lock.json").read_text())
+    # 3 items ask questions the rule cannot negate, on each of their two images
+    assert lock["dropped"] == {"negated": {"no subject to negate": 6}}
+    negated = items.filter(pl.col("node") == "negated")
+    assert negated.height == 2 * 85
+    same_as_merlim = 0
+    for group_id, prompt in zip(negated["group_id"], negated["prompt"]):
+        asked = released[group_id.split("/")[0]]["question"]
+        assert " not " in prompt and prompt.replace(" not", "", 1) == asked
+        same_as_merlim += prompt == released[group_id.split("/")[0]]["question_neg"]
+    assert same_as_merlim == 2 * 67
 
 
 # --- Koala counterfactual -----------------------------------------------------------------------
@@ -211,9 +229,14 @@ KOALA_SYSTEM = "Answer the question Q. If you need help answer <RET> to get the 
 
 
 def test_koala_counterfactual_prompts_are_koalas(tmp_path: Path, shared_cache: Path) -> None:
-    items = compile_spec(KOALA, tmp_path / "m", shared_cache)
+    every = compile_spec(KOALA, tmp_path / "m", shared_cache)
     released = json.loads((SPECS / "koala" / "data" / "segsub_data_labelled_reviewer2.json").read_text())
     kept = [x for x in released if x["type"] == "counterfactual" and x.get("label") is True]
+    # each counterfactual item with its original item (same question, the original image, no answer)
+    originals = every.filter(pl.col("item_id").str.split("/").list.get(1) == "original")
+    items = every.filter(pl.col("item_id").str.split("/").list.get(1) == "counterfactual")
+    assert originals.height == 268 and set(originals["prompt"]) == set(items["prompt"])
+    assert all(i.endswith("@counterfactual") for i in originals["item_id"])
     assert items.height == len(kept) == 268 and items["group_id"].n_unique() == 268
     assert items["item_id"].str.split("/").list.first().value_counts().sort("item_id").rows() == [
         ("okvqa", 89), ("vqa", 92), ("webqa", 87)]
