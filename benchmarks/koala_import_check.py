@@ -15,16 +15,15 @@ and no item id, question or response. ``figures/data/named.csv`` holds the aggre
 2. So the check runs the same spec (its prompt, its koala.accuracy metric) with
    ``--set source.annotations=`` a stand-in file in Koala's item format: for each row position k
    of a dataset, a counterfactual item (the perturbed image; expected answer Koala's refusal) and
-   an original item (expected answer a stand-in label, "blue"), and ``--set filter`` keeping both
-   types. For each model, an answers file keyed by item id gives every item an answer that
-   has exactly the row's outcomes (a refusal for ``img_new_label_ret``; for the original item,
-   the label for ``img_old_label_old`` and the refusal for ``img_old_label_ret``, both or
-   neither). Which item a row lands on is arbitrary (the file has no ids); no mean depends on it.
-   The answers are imported (``benchc import``) and scored (``benchc score``); the koala.accuracy
-   rows give three cells per model and dataset: counterfactual accuracy = ``img_new,label_ret``,
-   original acknowledged = ``img_old,label_ret``, original accuracy = ``img_old,label_old``.
-   The other three columns are not koala.accuracy values; their plain means over the file are
-   printed too, marked ``file``.
+   its original item (same dataset and id; expected answer a stand-in label, "yes"), which the
+   spec's ``originals = true`` pairs with it. For each model, an answers file keyed by item id
+   gives every item an answer that has exactly the row's outcomes (on either image: the label for
+   ``label_old``, the refusal for ``label_ret``, both or neither). Which item a row lands on is
+   arbitrary (the file has no ids); no mean depends on it. The answers are imported
+   (``benchc import``) and scored (``benchc score``); koala.accuracy's counterfactual row gives
+   four of the six cells per model and dataset: ``img_{old,new}_label_{old,ret}``. The two
+   ``label_new`` cells (the refusal text as a substring: they follow from answers' exact wording,
+   which the file does not hold) are printed as the file's plain means, marked ``file``.
 3. Each cell is compared with named.csv. A dataset's named.csv cells are counts over a
    denominator found from them (the smallest N >= the file's rows at which every non-zero cell of
    the dataset is a whole count): OK-VQA's is the file's 474; VQA's is 1,830 against the file's
@@ -54,14 +53,13 @@ MODELS = {"qwen2_finetuned_v2": "Qwen2-VL-ft", "phi3_finetuned_v1": "Phi3-ft", "
 DATASETS = ("vqa", "okvqa", "webqa")
 COLUMNS = ("img_old_label_old", "img_new_label_old", "img_old_label_new", "img_new_label_new",
            "img_old_label_ret", "img_new_label_ret")
-THROUGH_BENCHC = {"img_new_label_ret": ("counterfactual", "accuracy"),
-                  "img_old_label_ret": ("original", "acknowledged"),
-                  "img_old_label_old": ("original", "accuracy")}
-"""named.csv column -> (item type, koala.accuracy column) that scores it."""
+THROUGH_BENCHC = ("img_old_label_old", "img_new_label_old", "img_old_label_ret", "img_new_label_ret")
+"""named.csv columns that koala.accuracy's counterfactual row scores (the same names)."""
 SYSTEM = "Answer the question Q. If you need help answer <RET> to get the context."
 REFUSAL = "<RET> Sorry, I cannot determine the answer as there is not enough information. <RET>"
-LABEL, OTHER = "blue", "green"
-"""The stand-in original label and a wrong answer: neither holds the other nor an acknowledgment phrase."""
+LABEL, OTHER = "yes", "no"
+"""The stand-in original label (a yes/no word: WebQA counterfactual labels are scored on the yes/no
+domain) and a wrong answer: neither holds the other nor an acknowledgment phrase."""
 
 Outcome = dict[str, int]
 
@@ -114,7 +112,8 @@ def bundled_counts(work: Path, common: list[str | Path]) -> Counter[str]:
     import polars as pl
 
     benchc("compile", SPEC, "-o", work / "bundled", *common)
-    return Counter(i.split("/", 1)[0] for i in pl.read_parquet(work / "bundled" / "items.parquet")["item_id"])
+    return Counter(i.split("/", 1)[0] for i in pl.read_parquet(work / "bundled" / "items.parquet")["item_id"]
+                   if i.split("/")[1] == "counterfactual")
 
 
 def standin_item(dataset: str, kind: str, k: int) -> dict[str, Any]:
@@ -131,16 +130,15 @@ def compile_standin(work: Path, rows: dict[str, int], common: list[str | Path]) 
     (work / "standin.json").write_text(json.dumps(items))
     manifest = work / "standin"
     said = benchc("compile", SPEC, "-o", manifest, "--data-root", work, "--set", "source.annotations=standin.json",
-                  "--set", 'filter=[{where = "type", in = ["counterfactual", "original"]}]', *common)
+                  *common)
     print(f"stand-in items, compiled with the bundled spec: {said.splitlines()[-1].split(' -> ')[0]}")
     return manifest
 
 
 def answer(kind: str, outcome: Outcome) -> str:
     """An answer with exactly the row's outcomes on that item."""
-    if kind == "counterfactual":
-        return REFUSAL if outcome["img_new_label_ret"] else OTHER
-    right, refused = outcome["img_old_label_old"], outcome["img_old_label_ret"]
+    img = "img_new" if kind == "counterfactual" else "img_old"
+    right, refused = outcome[f"{img}_label_old"], outcome[f"{img}_label_ret"]
     return {(1, 1): f"{LABEL}. {REFUSAL}", (1, 0): LABEL, (0, 1): REFUSAL, (0, 0): OTHER}[(right, refused)]
 
 
@@ -161,10 +159,11 @@ def scored_counts(scores: dict[str, Any]) -> dict[tuple[str, str], tuple[int, in
     metric = next(m for m in scores["metrics"] if m["name"] == "koala.accuracy")
     rows = {(r["dataset"], r["type"]): r for r in metric["rows"]}
     out = {}
-    for column, (kind, value) in THROUGH_BENCHC.items():
+    for column in THROUGH_BENCHC:
         for dataset in DATASETS:
-            row = rows[(dataset, kind)]
-            out[(dataset, column)] = (round(row[value] * row["answers"] / 100), row["answers"])
+            row = rows[(dataset, "counterfactual")]
+            n = row["paired"] if column.startswith("img_old") else row["answers"]
+            out[(dataset, column)] = (round(row[column] * n / 100), n)
     return out
 
 
@@ -201,8 +200,9 @@ def run_check(data: Path, work: Path) -> dict[str, int]:
     rows = {d: len(outcomes[(next(iter(MODELS)), d)]) for d in DATASETS}
     assert all(len(outcomes[(m, d)]) == rows[d] for m in MODELS for d in DATASETS)
     bundled = bundled_counts(work, common)
-    print(f"bundled spec {SPEC.relative_to(ROOT)}: {sum(bundled.values())} items "
-          f"({', '.join(f'{d} {bundled[d]}' for d in DATASETS)}), Koala's reviewer-labelled items")
+    print(f"bundled spec {SPEC.relative_to(ROOT)}: {sum(bundled.values())} counterfactual items "
+          f"({', '.join(f'{d} {bundled[d]}' for d in DATASETS)}), Koala's reviewer-labelled items, each with its "
+          f"original item")
     print(f"context_scores.csv: {', '.join(f'{d} {rows[d]}' for d in DATASETS)} rows per model (the single-image "
           f"counterfactual val items); its columns are model, dataset, type, two context scores and six outcomes: "
           f"no item id, question or answer, so no row can be tied to a bundled item, and the item sets differ "

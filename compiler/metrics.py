@@ -126,8 +126,9 @@ class MMCBenchParams(MetricParams):
 
     over: str = Field("corruption", description="attribute that names the perturbation")
     reference: str = Field("clean", description="value of `over` that marks the unperturbed item")
-    normalize: Literal["none", "lower_strip"] = Field("lower_strip", description="outputs compared as is, "
-                                                                          "or lower-cased and stripped")
+    normalize: Literal["none", "lower_strip", "whisper"] = Field(
+        "lower_strip", description="outputs compared as is, lower-cased and stripped, or through Whisper's "
+                                   "English text normaliser (MMCBench speech2text: WhisperTokenizer._normalize)")
 
 
 class MMCBenchCrossParams(MetricParams):

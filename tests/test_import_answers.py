@@ -344,4 +344,4 @@ def test_a_spec_scored_on_two_stages_takes_a_stage_column(tmp_path: Path, capsys
     assert f"{counts}:1: the metrics read stages count, follow_up and this row names none" in err
     code, _, err = _cli(capsys, "import", manifest, counts, "-o", tmp_path / "r3", "--stage", "count")
     _one_error(code, err)
-    assert "20 of 40 answers are missing (20 items in the manifest)" in err and "(stage follow_up, sample 0)" in err
+    assert "40 of 80 answers are missing (40 items in the manifest)" in err and "(stage follow_up, sample 0)" in err

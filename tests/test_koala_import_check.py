@@ -52,5 +52,6 @@ def test_the_check_reproduces_a_table_made_from_the_rows(tmp_path: Path, capsys:
     tally = check.run_check(data, tmp_path / "work")
     out = capsys.readouterr().out
     assert tally == {"exact": 54}, out
-    assert "bundled spec specs/koala/counterfactual.toml: 268 items (vqa 92, okvqa 89, webqa 87)" in out
+    assert ("bundled spec specs/koala/counterfactual.toml: 268 counterfactual items (vqa 92, okvqa 89, webqa 87)"
+            in out)
     assert "no item id, question or answer" in out

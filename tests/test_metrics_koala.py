@@ -100,4 +100,45 @@ def test_code_definition_reads_the_last_line_and_domain_attribute() -> None:
 def test_parametric_rate_is_empty_without_original_items() -> None:
     result = METRICS.get("koala.accuracy").score(
         KoalaParams(), MetricInput([item("webqa", "perturbed", "q1", "It is orange.", "orange")], None, "m"))
-    assert result.rows[0]["parametric"] is None and "no original items" in result.notes[-1]
+    row = result.rows[0]
+    assert row["parametric"] is None and row["paired"] == 0 and "without an answered original item" in result.notes[-1]
+    assert row["img_new_label_new"] == row["accuracy"] == 100.0 and row["img_old_label_new"] is None
+
+
+def test_six_cells_as_koalas_eval_with_the_original_named_by_attribute() -> None:
+    """eval.py's img_{old,new} x label_{old,new,ret}: the edited item against its original (the
+    one its `original` attribute names, as the koala source's `originals` writes it)."""
+    refusal = "<RET> Sorry, I cannot determine the answer as there is not enough information. <RET>"
+    named = "webqa/original/q1/1111111111@perturbed"
+    items = [
+        ScoredItem(named, named, {}, {"answer": ['"The flower is white."']}, ("White.", "orange, sorry")),
+        ScoredItem("webqa/perturbed/q1/0000000000", "webqa/perturbed/q1/0000000000", {"original": named},
+                   {"answer": ['"The flower is orange."']}, ("It is white.", "Orange!")),
+        item("webqa", "original", "q1", '"The flower is red."', "Red."),  # same Koala id, not the one named
+        item("vqa", "original", "q2", "", "yes", "Sorry"),  # derived: label unknown
+        item("vqa", "counterfactual", "q2", refusal, refusal, "a hat"),
+    ]
+    got = rows(items)
+    p = got[("webqa", "perturbed")]
+    # new answers: "It is white." (old label), "Orange!" (new); old answers: "White." (old), "orange, sorry"
+    assert {c: p[c] for c in ("img_old_label_old", "img_new_label_old", "img_old_label_new", "img_new_label_new",
+                              "img_old_label_ret", "img_new_label_ret")} == {
+        "img_old_label_old": 50.0, "img_new_label_old": 50.0, "img_old_label_new": 50.0,
+        "img_new_label_new": 50.0, "img_old_label_ret": 50.0, "img_new_label_ret": 0.0}
+    assert (p["answers"], p["paired"], p["parametric"], p["accuracy"]) == (2, 2, 50.0, 50.0)
+    c = got[("vqa", "counterfactual")]
+    # the original has no label: label_old cells empty; label_new is the refusal as a substring (VQA)
+    assert c["img_old_label_old"] is None and c["img_new_label_old"] is None and c["paired"] == 2
+    assert (c["img_new_label_new"], c["img_new_label_ret"], c["img_old_label_ret"], c["img_old_label_new"]) == (
+        50.0, 50.0, 50.0, 0.0)
+    assert c["accuracy"] == c["img_new_label_ret"] and c["parametric"] is None
+    assert got[("vqa", "original")]["accuracy"] is None  # no label to score against
+
+
+def test_negative_samples_score_acknowledgments_with_count_no_opt_in() -> None:
+    refusal = "<RET> Sorry, I cannot determine the answer as there is not enough information. <RET>"
+    items = [item("vqa", "negative", "q1", refusal, "no"), item("vqa", "negative", "q2", refusal, "Sorry."),
+             item("webqa", "negative", "q3", refusal, "no")]
+    assert rows(items)[("vqa", "negative")]["accuracy"] == 50.0
+    counting = rows(items, count_no=True)
+    assert counting[("vqa", "negative")]["accuracy"] == 100.0 and counting[("webqa", "negative")]["accuracy"] == 0.0

@@ -161,6 +161,21 @@ def test_counting_mae_std_and_follow_up_with_number_words() -> None:
     assert original["MAE"] == pytest.approx(2 / 3) and original["MAE_std"] == pytest.approx(np.std([0, 0, 2]))
     assert edited["MAE"] == pytest.approx(4 / 3) and edited["MAE_std"] == pytest.approx(np.std([0, 1, 3]))
     assert original["follow_up"] == pytest.approx(200 / 3) and edited["follow_up"] == pytest.approx(100 / 3)
+    assert original["dMAE"] == edited["dMAE"] == pytest.approx(2 / 3)  # |2/3 - 4/3|
+
+
+def test_counting_pairs_records_of_one_item_by_their_pair_attribute() -> None:
+    """The merlim source's image_records = "both": the original and the edited image of an item
+    are two records (groups) with one `pair`; a pair is dropped when either answer does not parse."""
+    out = []
+    for group, (orig, ed) in SAID.items():
+        count = as_compiled({"original": COUNTS[group][0], "edited": COUNTS[group][1]})
+        out += [item(f"{group}/original#q", (orig,), {"count": count}, attrs={"image": "original", "pair": group}),
+                item(f"{group}/edited#q", (ed,), {"count": count}, attrs={"image": "edited", "pair": group})]
+    params = MerlimCountingParams(image_attr="image", original=["original"])
+    edited, original = rows("merlim.counting", params, out)
+    assert (original["answers"], original["dropped"], edited["answers"]) == (3, 2, 3)  # c3's pair dropped
+    assert original["MAE"] == pytest.approx(2 / 3) and edited["MAE"] == pytest.approx(4 / 3)
 
 
 def test_counting_with_merlims_int_only_parsing_drops_both_sides() -> None:
@@ -176,15 +191,17 @@ def test_counting_with_merlims_int_only_parsing_drops_both_sides() -> None:
 
 
 def test_relations_and_counting_through_compile_and_score(tmp_path: Path) -> None:
-    """The bundled curated relations (88 records), compiled with two metrics and two stages; a
-    run folder of made-up answers; score_run reads both stages and MERLIM's mapping targets."""
+    """The bundled curated relations (88 items, each a record per image: 176), compiled with two
+    metrics and two stages; a run folder of made-up answers; score_run reads both stages and
+    MERLIM's mapping targets."""
     from benchc import api
     from benchc.runtime.runfolder import write_run_folder
     from benchc.runtime.score import score_run
 
     overrides = ['stage=[{id="count"}, {id="follow_up", input="count"}]',
-                 'metric=[{name="merlim.relations", stage="count"}, '
-                 '{name="merlim.counting", stage="count", follow_up_stage="follow_up"}]']
+                 'metric=[{name="merlim.relations", stage="count", image_attr="image", original=["original"]}, '
+                 '{name="merlim.counting", stage="count", follow_up_stage="follow_up", image_attr="image", '
+                 'original=["original"]}]']
     compiled = api.compile(SPECS / "merlim" / "relationships_curated.toml", tmp_path / "m", cache_dir=tmp_path / "c",
                            store_dir=tmp_path / "s", overrides=overrides, progress=False)
     items = pl.read_parquet(compiled.manifest_dir / "items.parquet")
@@ -200,14 +217,20 @@ def test_relations_and_counting_through_compile_and_score(tmp_path: Path) -> Non
               "stages": [{"stage": "count", "backend": "x"}, {"stage": "follow_up", "backend": "x"}]}
     write_run_folder(tmp_path / "run", pl.DataFrame(responses), record)
     relations, counting = score_run(tmp_path / "run")["metrics"]
-    targets = [json.loads(t) for t in items.filter(pl.col("node") == "asked")["targets"]]
-    edited_no = np.mean([eval(t["answers"][0])["edited"] == "no" for t in targets])
+    asked = items.filter(pl.col("node") == "asked")
+    targets = [json.loads(t) for t in asked["targets"]]
+    images = [json.loads(a)["image"] for a in asked["attrs"]]
     affirmative = relations["rows"][0]
-    assert affirmative["question"] == "affirmative" and affirmative["n_ed"] == len(targets)
-    assert affirmative["Acc_ed"] == pytest.approx(100 * edited_no, abs=1e-4)
-    assert relations["rows"][1]["Acc_ed"] == 0.0 and relations["rows"][1]["unparsed"] == len(items) - len(targets)
-    [row] = counting["rows"]  # '1 or 2' reads as 1; every answer shows the edited image
-    counts = [eval(json.loads(t)["count"][0])["edited"] for t in items["targets"]]
-    assert row["answers"] == len(items)
-    assert row["MAE"] == pytest.approx(np.mean(np.abs(1 - np.array(counts))), abs=1e-4)
-    assert row["follow_up"] == 100.0
+    assert affirmative["question"] == "affirmative" and affirmative["n_ed"] == affirmative["n_org"] == 88
+    for image, column in (("edited", "Acc_ed"), ("original", "Acc_org")):
+        said_no = [eval(t["answers"][0])[image] == "no" for t, i in zip(targets, images) if i == image]
+        assert affirmative[column] == pytest.approx(100 * np.mean(said_no), abs=1e-4)
+    assert affirmative["dAcc"] == pytest.approx(abs(affirmative["Acc_org"] - affirmative["Acc_ed"]), abs=1e-3)
+    negated = relations["rows"][1]
+    assert negated["Acc_ed"] == negated["Acc_org"] == 0.0 and negated["unparsed"] == len(items) - len(targets)
+    edited, original = counting["rows"]  # '1 or 2' reads as 1
+    for row, image in ((edited, "edited"), (original, "original")):
+        counts = [eval(json.loads(t)["count"][0])[image] for t in items["targets"]]
+        assert row["image"] == image and row["answers"] == len(items) // 2
+        assert row["MAE"] == pytest.approx(np.mean(np.abs(1 - np.array(counts))), abs=1e-4)
+        assert row["follow_up"] == 100.0

@@ -117,3 +117,27 @@ def test_text_consistency_embeds_all_outputs_in_one_batch() -> None:
     [row] = METRICS.get("mmcbench.consistency").score(MMCBenchParams(), MetricInput(items, embedder, "asr")).rows
     assert row["score"] == pytest.approx(100 * (0.5 + 0.5)) and row["max"] == 200
     assert embedder.model.calls == [["a cat", "a dog"]]
+
+
+def test_whisper_normaliser_is_the_published_one() -> None:
+    """MMCBench's speech2text evaluate.py normalises transcriptions with
+    WhisperTokenizer._normalize: transformers' EnglishTextNormalizer with the hub's English
+    spelling mapping (here from whisper-normalizer: openai-whisper's english.json)."""
+    from benchc.runtime.metrics.mmcbench import normalize_output
+
+    assert normalize_output("whisper", "Mr. Smith's colour: twenty-one dollars!") == "mister smith is color $21"
+    assert normalize_output("whisper", "  I won't go [inaudible] at 3pm.") == "i will not go at 3 pm"
+    assert normalize_output("lower_strip", "  Mr. Smith ") == "mr. smith"
+    assert normalize_output("none", " A ") == " A "
+
+
+def test_text_consistency_with_the_whisper_normaliser() -> None:
+    """'Twenty-one dogs.' and '21 dogs' are one string after Whisper's normaliser (similarity 1);
+    lower/strip leaves them two. The params are built unvalidated while the spec schema lacks the value."""
+    embedder = Embedder("stub", CountingModel(), {"embedder": "stub"})
+    items = [item("g", "clean", caption="Twenty-one dogs."), item("g", "ocr", caption="21 dogs"),
+             item("g", "swap", caption="21 cats")]
+    params = MMCBenchParams.model_construct(**{**MMCBenchParams().model_dump(), "normalize": "whisper"})
+    result = METRICS.get("mmcbench.consistency").score(params, MetricInput(items, embedder, "asr"))
+    assert result.details["per_corruption_x100"]["all"] == {"ocr": pytest.approx(100.0), "swap": pytest.approx(0.0)}
+    assert embedder.model.calls == [["21 cats", "21 dogs"]] and "Whisper" in result.notes[-1]

@@ -25,7 +25,7 @@ REFERENCE = {
               "image_restyling_sampling", "context_reasoning_sampling"],
     "merlim": ["object_recognition", "relationships_random", "relationships_curated", "counting"],
     "mmcbench": ["image2text", "text2image", "text2speech", "speech2text"],
-    "koala": ["counterfactual", "parametric", "source_conflict"],
+    "koala": ["counterfactual", "parametric", "source_conflict", "negative_samples"],
 }
 
 

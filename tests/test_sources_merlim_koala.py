@@ -79,6 +79,27 @@ def test_merlim_with_images_and_instances(tmp_path: Path) -> None:
     assert [f.path for f in loaded.files] == ["two.json", "instances.json"]
 
 
+def test_merlim_image_records_both_gives_each_image_its_record(tmp_path: Path) -> None:
+    """image_records = "both": <id>/original and <id>/edited, attributes image and pair, media
+    `image` = the image each shows (the one a text item carries); 139_1's edited image is missing,
+    so only its edited record is a bad row."""
+    _merlim_images(tmp_path)
+    params = {"annotations": "two.json", "kind": "objects", "images": "coco", "edited_images": "edited",
+              "image_records": "both"}
+    loaded = assert_bad_rows("merlim", tmp_path, ["two.json", "['139'][1]", "'139_1.png' not found"], **params)
+    assert [r.id for r in loaded.records] == ["139_0/original", "139_0/edited", "139_1/original"]
+    original, edited, _ = loaded.records
+    assert original.attrs == {"image": "original", "pair": "139_0"} and edited.attrs["image"] == "edited"
+    assert list(original.media) == list(edited.media) == ["image"]
+    assert stored_pixel(tmp_path, original.media["image"]) == (10, 20, 30)
+    assert stored_pixel(tmp_path, edited.media["image"]) == (40, 50, 60)
+    assert original.fields == edited.fields and original.fields["count"] == {"original": 1, "edited": 0}
+    without, _ = load("merlim", tmp_path, annotations="two.json", kind="objects", image_records="both")
+    assert len(without.records) == 4 and not any(r.media for r in without.records)
+    with pytest.raises(Exception, match="both image folders"):
+        load("merlim", tmp_path, annotations="two.json", kind="objects", image_records="both", images="coco")
+
+
 def test_merlim_reads_plain_json_and_refuses_broken_gzip(merlim: Path) -> None:
     loaded, _ = load("merlim", merlim, annotations="in_data_v3_sample50imgs.json", kind="objects")
     assert len(loaded.records) == 340
@@ -132,3 +153,30 @@ def test_koala_images_from_folder_and_webqa_table(tmp_path: Path) -> None:
     assert [f.path for f in loaded.files] == ["items.json", "imgs.tsv", "imgs.lineidx"]
     assert_bad_rows("koala", tmp_path, ["items.json", "[0]", "needs source.webqa_images"],
                     ["items.json", "[1]", "no 'human' turn"], annotations="items.json", images="images")
+
+
+def test_koala_originals_named_by_image_and_seeded_negatives(koala: Path) -> None:
+    """`originals`: each edited record's original item, derived from its image names (WebQA
+    number, COCO file); `negatives`: a question with another record's original image."""
+    loaded, _ = load("koala", koala, annotations="segsub_data_labelled_reviewer2.json", originals=True)
+    by_id = {r.id: r for r in loaded.records}
+    conflicting = next(r for r in loaded.records if r.fields["type"] == "conflicting")
+    original = by_id[conflicting.attrs["original"]]
+    assert original.fields["image"] == [30171458, 30136057] and original.fields["answer"] == ""
+    assert original.fields["question"] == conflicting.fields["question"] and original.fields["derived"] is True
+    assert original.id.endswith("@conflicting") and original.fields["task"] == "conflicting"
+    vqa = by_id[next(r for r in loaded.records if r.fields["dataset"] == "vqa").attrs["original"]]
+    assert vqa.fields["image"] == ["COCO_val2014_000000001342.jpg"]
+    assert Counter(r.fields["task"] for r in loaded.records if r.fields["type"] == "original") == {
+        "counterfactual": 300, "perturbed": 75, "conflicting": 44}
+    kw = dict(annotations="segsub_data_labelled_reviewer2.json", negatives=True)
+    negatives = [r for r in load("koala", koala, **kw)[0].records if r.fields["type"] == "negative"]
+    assert Counter(r.fields["dataset"] for r in negatives) == {"vqa": 100, "okvqa": 100, "webqa": 47}
+    again = [r for r in load("koala", koala, **kw)[0].records if r.fields["type"] == "negative"]
+    assert [(r.id, r.fields["image"]) for r in again] == [(r.id, r.fields["image"]) for r in negatives]
+    for r in negatives:
+        partner = r.fields["image_of"]
+        assert partner.split("/")[0] == r.fields["dataset"] and partner.split("/")[2] != str(r.fields["id"])
+        assert r.fields["answer"].startswith("<RET> Sorry, I cannot determine")
+    other = [r for r in load("koala", koala, negative_seed=1, **kw)[0].records if r.fields["type"] == "negative"]
+    assert [r.fields["image_of"] for r in other] != [r.fields["image_of"] for r in negatives]

@@ -11,6 +11,12 @@ The files hold annotations only. With ``images`` (COCO val2017) and ``edited_ima
 image, the one a record is about). With ``instances`` (COCO's instances_val2017.json) they
 carry the recognition ground truth as MERLIM's code builds it: every class of the original,
 and the same minus the removed class when no instance of it is left.
+
+``image_records = "both"`` asks each item about both of its images: two records per item,
+``<id>/original`` and ``<id>/edited``, each with the attributes ``image`` (``original`` or
+``edited``: merlim metrics' ``image_attr``) and ``pair`` (the edited image's id, shared by the
+two), the same fields, and as its media ``image`` the image it shows. A text item carries its
+record's ``image``, so the original's questions go with the original image.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..values import MediaRef, Record
 from .base import SOURCES, FileDigest, LoadedSource, SourceContext, SourceLoader, SourceParams
@@ -35,6 +41,8 @@ KEYS = {"objects": ("orig_img", "in_img", "removed_obj"),
 """The keys an item of each kind of file has."""
 MEDIA = {"original": ("images", "orig_img"), "image": ("edited_images", "in_img")}
 """Media name -> (the folder parameter, the item key naming the file)."""
+ROLES = ("original", "edited")
+"""The images of an item, in the order of its records with ``image_records = "both"``."""
 
 
 class Params(SourceParams):
@@ -43,15 +51,26 @@ class Params(SourceParams):
     images: str | None = Field(None, description="folder of the original COCO val2017 images")
     edited_images: str | None = Field(None, description="folder of MERLIM's edited images")
     instances: str | None = Field(None, description="COCO instances_val2017.json, for class lists")
+    image_records: Literal["edited", "both"] = Field(
+        "edited", description="one record per item (the edited image), or two: <id>/original and <id>/edited, "
+                              "attributes image and pair, media image = the image each shows")
+
+    @model_validator(mode="after")
+    def _both_folders(self) -> Params:
+        if self.image_records == "both" and (self.images is None) != (self.edited_images is None):
+            raise ValueError("image_records = \"both\" needs both image folders (images and edited_images) or "
+                             "neither: otherwise the records of one image would be asked without it")
+        return self
 
 
 class MerlimSource(SourceLoader):
     """MERLIM edited images with counting, recognition and relation ground truth."""
 
     name = "merlim"
-    version = "1.0.0"
+    version = "1.1.0"
     Params = Params
-    record_id = "the edited image's file name without its extension"
+    record_id = ("the edited image's file name without its extension (image_records = \"both\": then "
+                 "/original or /edited)")
     record_fields = {
         "coco_id": "the COCO image id", "orig_img": "the original image's file name",
         "in_img": "the edited (inpainted) image's file name",
@@ -83,8 +102,9 @@ class MerlimSource(SourceLoader):
             files.append(digest)
         media = {name: MediaFiles(ctx, getattr(params, param), f"source.{param}")
                  for name, (param, _) in MEDIA.items() if getattr(params, param) is not None}
-        records = collect(ctx, self._entries(per_image, path, ctx),
-                          lambda entry: self._record(*entry, params.kind, classes, media))
+        roles: tuple[str | None, ...] = ROLES if params.image_records == "both" else (None,)
+        entries = ((at, (*entry, role)) for at, entry in self._entries(per_image, path, ctx) for role in roles)
+        records = collect(ctx, entries, lambda entry: self._record(*entry, params.kind, classes, media))
         return LoadedSource(records, files)
 
     @staticmethod
@@ -107,7 +127,7 @@ class MerlimSource(SourceLoader):
                 yield At(path, key=f"[{coco_id!r}][{k}]"), (coco_id, item)
 
     @staticmethod
-    def _record(coco_id: str, item: Any, kind: str, classes: dict[str, list[str]] | None,
+    def _record(coco_id: str, item: Any, role: str | None, kind: str, classes: dict[str, list[str]] | None,
                 media: dict[str, MediaFiles]) -> Record:
         item = need(item, *KEYS[kind])
         removed = need(item["removed_obj"], "cat_idx", "cat_label", "num_rem_obj", "bbox")
@@ -127,8 +147,13 @@ class MerlimSource(SourceLoader):
             fields.update(question=item["question"], question_neg=item["question_neg"],
                           relationship=item["relationship"],
                           answers={name: item[key] for name, key in ANSWERS.items()})
-        return Record(id=PurePosixPath(item["in_img"]).stem, fields=fields,
-                      media=_media(item, media))
+        stem = PurePosixPath(item["in_img"]).stem
+        if role is None:
+            return Record(id=stem, fields=fields, media=_media(item, media))
+        shown = _media(item, {name: files for name, files in media.items()
+                              if name == ("original" if role == "original" else "image")})
+        return Record(id=f"{stem}/{role}", fields=fields, media={"image": ref for ref in shown.values()},
+                      attrs={"image": role, "pair": stem})
 
 
 def _media(item: dict[str, Any], media: dict[str, MediaFiles]) -> dict[str, MediaRef]:

@@ -161,61 +161,116 @@ def kind_of(item: ScoredItem) -> tuple[str, str, str]:
     return str(dataset), str(kind), match.group("id") if match else item.group_id
 
 
+CELLS = ("img_old_label_old", "img_new_label_old", "img_old_label_new", "img_new_label_new", "img_old_label_ret",
+         "img_new_label_ret")
+"""eval.py's six result keys (``img_old,label_old`` ...; written with "_" as context_scores.csv does)."""
+NEW_TYPES = ("perturbed", "counterfactual", "conflicting", "negative")
+REFUSAL_TYPES = ("counterfactual", "conflicting", "negative")
+
+
 class KoalaAccuracy(Metric):
     name = "koala.accuracy"
     uses_embedder = False
 
     def score(self, params: KoalaParams, data: MetricInput) -> MetricResult:
         bags = BagOfWords()
-        originals = {}
+        originals: dict[str, ScoredItem] = {}
+        by_koala_id: dict[tuple[str, str], ScoredItem] = {}
         for item in data.items:
             dataset, kind, koala_id = kind_of(item)
             if kind == "original":
-                originals[(dataset, koala_id)] = self._label(params, item)
+                originals[item.group_id] = item
+                by_koala_id[(dataset, koala_id)] = item
         texts = [self._answer(params, r) for i in data.items for r in i.responses]
-        bags.prepare(texts + [self._label(params, i) for i in data.items] + list(originals.values()))
+        bags.prepare(texts + [label for i in data.items if (label := self._label(params, i))])
         rows = []
         per_domain: dict[str, dict[str, list[float]]] = {}
+        unpaired = unlabelled = 0
         for key, part in split_by(data.items, params.by).items():
             cells: dict[tuple[str, str], dict[str, list[float]]] = {}
             for item in part:
                 dataset, kind, koala_id = kind_of(item)
-                cell = cells.setdefault((dataset, kind), {"accuracy": [], "acknowledged": [], "parametric": []})
+                cell = cells.setdefault((dataset, kind), {c: [] for c in (*CELLS, "accuracy", "acknowledged",
+                                                                           "parametric", "paired")})
                 label = self._label(params, item)
-                old = originals.get((dataset, koala_id)) if kind == "perturbed" else None
-                for response in item.responses:
-                    answer = self._answer(params, response)
-                    ack = acknowledged(answer, params, dataset)
-                    cell["acknowledged"].append(float(ack))
-                    if kind in ("counterfactual", "conflicting"):
-                        cell["accuracy"].append(float(ack))
-                    else:
-                        scores = self._label_match(params, item, dataset, label, answer, bags)
-                        cell["accuracy"].append(max(scores.values()))
-                        if "substring" not in scores:
-                            label_of = "/".join([*(str(k) for k in key), dataset, kind])
-                            for domain, value in scores.items():
-                                per_domain.setdefault(label_of, {}).setdefault(domain, []).append(value)
-                    if old is not None:
-                        cell["parametric"].append(max(self._label_match(params, item, dataset, old, answer,
-                                                                        bags).values()))
+                label_of = "/".join([*(str(k) for k in key), dataset, kind])
+                if kind not in NEW_TYPES:  # an original item on its own: its label, acknowledgments
+                    for response in item.responses:
+                        answer = self._answer(params, response)
+                        cell["acknowledged"].append(float(acknowledged(answer, params, dataset)))
+                        if label:
+                            scores = self._label_match(params, item, dataset, kind, label, answer, bags)
+                            cell["accuracy"].append(max(scores.values()))
+                            self._per_domain(per_domain, label_of, scores)
+                    continue
+                original = self._original(item, dataset, koala_id, originals, by_koala_id)
+                old_label = self._label(params, original) if original is not None else None
+                unpaired += original is None or not original.responses
+                unlabelled += original is not None and not old_label
+                for s, response in enumerate(item.responses):
+                    new = self._answer(params, response)
+                    old = (self._answer(params, original.responses[min(s, len(original.responses) - 1)])
+                           if original is not None and original.responses else None)
+                    cell["paired"].append(float(old is not None))
+                    for img, answer in (("img_new", new), ("img_old", old)):
+                        if answer is None:
+                            continue
+                        cell[f"{img}_label_ret"].append(float(acknowledged(answer, params, dataset)))
+                        scores = self._label_match(params, item, dataset, kind, label, answer, bags)
+                        cell[f"{img}_label_new"].append(max(scores.values()))
+                        if img == "img_new" and kind == "perturbed":
+                            self._per_domain(per_domain, label_of, scores)
+                        if old_label:
+                            cell[f"{img}_label_old"].append(max(self._label_match(
+                                params, item, dataset, kind, old_label, answer, bags).values()))
+                    cell["acknowledged"] = cell["img_new_label_ret"]
+                    cell["accuracy"] = cell["img_new_label_ret" if kind in REFUSAL_TYPES else "img_new_label_new"]
+                    if kind == "perturbed":
+                        cell["parametric"] = cell["img_new_label_old"]
             for (dataset, kind), cell in sorted(cells.items()):
-                rows.append({**dict(zip(params.by, key)), "dataset": dataset, "type": kind,
-                             "answers": len(cell["accuracy"]),
+                answers = len(cell["acknowledged"])
+                paired = int(sum(cell.pop("paired"))) if kind in NEW_TYPES else None
+                rows.append({**dict(zip(params.by, key)), "dataset": dataset, "type": kind, "answers": answers,
+                             "paired": paired,
                              **{k: 100 * float(np.mean(v)) if v else None for k, v in cell.items()}})
         phrases = "Table 5, case-insensitive" if params.phrases == "paper" else "eval_utils.py, case-sensitive"
         bow = ("appendix E: every expected word present" if params.definition == "paper"
                else "eval_1022.py: precision over the answer's words")
         domains = (", ".join(params.domains) if params.domain_attr is None
                    else f"the domain in {params.domain_attr!r}")
-        notes = [f"Acknowledgment phrases: {phrases}; bag-of-words ({bow}) over {domains}."]
-        if not originals and any(r["type"] == "perturbed" for r in rows):
-            notes.append("parametric: no original items among those scored, so l_old is unknown.")
-        columns = [*params.by, "dataset", "type", "answers", "accuracy", "acknowledged", "parametric"]
+        count_no = "; an answer 'no' or '0' on VQAv2/OK-VQA counts too (count_no)" if params.count_no else ""
+        notes = [f"Acknowledgment phrases: {phrases}{count_no}; bag-of-words ({bow}) over {domains} (WebQA "
+                 f"counterfactual labels: yesno, as eval.py)."]
+        if unpaired:
+            notes.append(f"{unpaired} edited item(s) without an answered original item: their img_old cells are "
+                         f"left out (Koala's eval.py drops such items from every cell; here they keep the img_new "
+                         f"cells).")
+        if unlabelled:
+            notes.append(f"{unlabelled} edited item(s) whose original item has no label (l_old unknown): "
+                         f"label_old cells and the parametric rate leave them out.")
+        columns = [*params.by, "dataset", "type", "answers", "paired", *CELLS, "accuracy", "acknowledged",
+                   "parametric"]
         details = {"bag_of_words_accuracy_per_domain": {
             cell: {d: round(100 * float(np.mean(v)), 4) for d, v in sorted(domains.items())}
             for cell, domains in sorted(per_domain.items())}}
         return MetricResult(self.name, columns, rows, details=details, notes=notes)
+
+    @staticmethod
+    def _original(item: ScoredItem, dataset: str, koala_id: str, originals: dict[str, ScoredItem],
+                  by_koala_id: dict[tuple[str, str], ScoredItem]) -> ScoredItem | None:
+        """The original item an edited one is compared with: the one its ``original`` attribute
+        names (the koala source with ``originals``), else the original of its dataset and Koala id
+        (eval.py's ``original_samples``)."""
+        named = item.attrs.get("original")
+        if named is not None and named in originals:
+            return originals[named]
+        return by_koala_id.get((dataset, koala_id))
+
+    @staticmethod
+    def _per_domain(per_domain: dict[str, dict[str, list[float]]], label_of: str, scores: dict[str, float]) -> None:
+        if "substring" not in scores:
+            for domain, value in scores.items():
+                per_domain.setdefault(label_of, {}).setdefault(domain, []).append(value)
 
     @staticmethod
     def _answer(params: KoalaParams, response: str) -> str:
@@ -226,21 +281,26 @@ class KoalaAccuracy(Metric):
 
     @staticmethod
     def _label(params: KoalaParams, item: ScoredItem) -> str:
+        """The item's label; "" when unknown (an original item the koala source derived)."""
         value = target_value(item, params.target)
         if isinstance(value, list):
-            value = value[0] if value else None
+            value = value[0] if value else ""
         if value is None:
             raise BenchcError(Problem(f"koala.accuracy: item {item.item_id!r} has no {params.target!r}",
                                       key="target"))
         return str(value)
 
-    def _label_match(self, params: KoalaParams, item: ScoredItem, dataset: str, label: str, answer: str,
-                     bags: BagOfWords) -> dict[str, float]:
+    def _label_match(self, params: KoalaParams, item: ScoredItem, dataset: str, kind: str, label: str,
+                     answer: str, bags: BagOfWords) -> dict[str, float]:
         """The match per question domain (the item's score is the best), or {"substring": ...}."""
         if dataset == "vqa" or (dataset == "okvqa" and params.definition == "paper"):
             return {"substring": float(label.strip().lower() in answer.lower())}
         if dataset == "okvqa":
             domains = ["yesno"]
+        elif kind == "counterfactual" and params.domain_attr is None:
+            domains = ["yesno"]
+        elif kind == "original" and params.domain_attr is None:
+            domains = [*params.domains, *(["yesno"] if "yesno" not in params.domains else [])]
         elif params.domain_attr is not None:
             domains = [str(item.attrs.get(params.domain_attr))]
             if domains[0] not in VOCABULARY[params.definition]:

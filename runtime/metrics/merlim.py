@@ -49,7 +49,10 @@ yes, i.e. that confirm the model's own count, "regardless if the count was accur
 five books." -> 5); ``"int_only"`` is MERLIM's code, ``int(answer)`` (run_task.py
 ``parser_fn``: "5 books" and "five" are not read). As MERLIM's code keeps a record only when
 both its original and edited answers parse, a record's answers (per sample) are dropped
-unless all of them parse, in both modes. The follow-up accuracy runs over the answers kept.
+unless all of them parse, in both modes; items with the attribute ``pair`` (the merlim source's
+two records of one item, ``image_records = "both"``) are one record here. The follow-up accuracy
+runs over the answers kept. ``dMAE`` = |MAE_original - MAE_edited|, on both rows (our addition,
+as ΔAcc of Table 2; the paper plots the two MAEs in Figure 6).
 """
 
 from __future__ import annotations
@@ -402,7 +405,7 @@ class MerlimCounting(Metric):
         for key, part in split_by(data.items, params.by).items():
             kept: dict[str, list[tuple[float, bool | None]]] = {}
             dropped = 0
-            for group in groups_of(part).values():
+            for group in _pairs(part).values():
                 samples = max(len(i.responses) for i in group)
                 for sample in range(samples):
                     answers = []
@@ -423,21 +426,24 @@ class MerlimCounting(Metric):
                             said = yes_no(replies[sample], params.answer_parse) if sample < len(replies) else None
                             confirmed = said == "yes"
                         kept.setdefault(image, []).append((abs(float(predicted) - truth), confirmed))
+            mae = {image: float(np.mean([e for e, _ in kept[image]])) for image in kept}
+            delta = abs(mae["original"] - mae["edited"]) if {"original", "edited"} <= set(mae) else None
             for image in sorted(kept):
                 errors = np.array([e for e, _ in kept[image]])
                 confirmed = [c for _, c in kept[image] if c is not None]
                 rows.append({**dict(zip(params.by, key)), "image": image, "answers": len(errors),
                              "dropped": dropped, "MAE": float(errors.mean()), "MAE_std": float(errors.std()),
+                             "dMAE": delta,
                              "follow_up": 100 * float(np.mean(confirmed)) if confirmed else None})
             if not kept:
                 rows.append({**dict(zip(params.by, key)), "image": None, "answers": 0, "dropped": dropped,
-                             "MAE": None, "MAE_std": None, "follow_up": None})
+                             "MAE": None, "MAE_std": None, "dMAE": None, "follow_up": None})
         how = ("digits and number words" if params.parse == "words" else "int(answer) only, as MERLIM's code")
         notes = [f"Counts read as {how}; a record's answers are dropped (per sample) unless all of them parse "
                  "(dropped: answers dropped in the split)."]
         if params.follow_up_stage:
             notes.append(f"follow_up: % of the {params.follow_up_stage!r} answers that say yes (confirm the count).")
-        columns = [*params.by, "image", "answers", "dropped", "MAE", "MAE_std", "follow_up"]
+        columns = [*params.by, "image", "answers", "dropped", "MAE", "MAE_std", "dMAE", "follow_up"]
         return MetricResult(self.name, columns, rows, notes=notes)
 
     @staticmethod
@@ -455,6 +461,15 @@ class MerlimCounting(Metric):
         except (TypeError, ValueError):
             raise BenchcError(Problem(f"merlim.counting: item {item.item_id!r} has no count for the {image} "
                                       f"image in {params.target!r} (found {value!r})", key="target")) from None
+
+
+def _pairs(items: list[ScoredItem]) -> dict[str, list[ScoredItem]]:
+    """Items by record, the two records of one MERLIM item (attribute ``pair``) as one."""
+    out: dict[str, list[ScoredItem]] = {}
+    for group_id, group in groups_of(items).items():
+        pair = group[0].attrs.get("pair")
+        out.setdefault(group_id if pair is None else f"pair:{pair}", []).extend(group)
+    return dict(sorted(out.items()))
 
 
 METRICS.register(MerlimRecognition.name, MerlimRecognition())

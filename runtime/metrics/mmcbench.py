@@ -9,8 +9,15 @@ a corruption. Each item's first sample is scored.
 ``mmcbench.consistency`` (uni-modal, text): the output for the clean input vs the output for the
 input under c, with a sentence embedder: speech-to-text (transcriptions, Table 3), text-to-speech
 (transcriptions of the generated speech, Table 4), or image-to-text captions with a sentence
-embedder instead of CLIP's text tower. Outputs are lower-cased and stripped first, as MMCBench's
-text2speech evaluation does with wav2vec2 transcriptions.
+embedder instead of CLIP's text tower. Outputs are normalised first (``normalize``):
+``lower_strip`` (default) lower-cases and strips them, as MMCBench's text2speech evaluation does
+with wav2vec2 transcriptions; ``whisper`` runs Whisper's English text normaliser, as MMCBench's
+speech2text evaluation does (``WhisperTokenizer.from_pretrained("openai/whisper-base")._normalize``,
+which is transformers' ``EnglishTextNormalizer`` over the hub's English spelling mapping; benchc
+reads that mapping, byte for byte openai-whisper's ``whisper/normalizers/english.json``, from the
+``whisper-normalizer`` package, so nothing is downloaded): lower case, no punctuation or
+bracketed text, "mr" -> "mister", contractions expanded, numbers as digits, British spellings
+American ("colour" -> "color").
 
 ``mmcbench.cross_modal`` (CLIP, Tables 1, 2, 6, 7):
   * image2text: cross = clean input image vs the caption of the image under c (Table 2);
@@ -35,12 +42,15 @@ score has no score (None, shown as n/a), never 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from importlib import resources
 from typing import Any, Protocol
 
 import numpy as np
 
-from benchc.compiler.errors import BenchcError, Problem
+from benchc.compiler.errors import BackendError, BenchcError, Problem
 from benchc.compiler.metrics import MMCBenchCrossParams, MMCBenchParams
 
 from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by
@@ -134,6 +144,9 @@ class MMCBenchConsistency(Metric):
             f"and {PAPER_JUDGES['embedder']}: these are offline stand-ins, so scores are not "
             "comparable with the paper's numbers.",
         ]
+        if params.normalize == "whisper":
+            notes.append("Outputs normalised with Whisper's English text normaliser (EnglishTextNormalizer), "
+                         "as MMCBench's speech2text evaluation does.")
         return MetricResult(self.name, [*params.by, "groups", "corruptions", "score", "max"], rows,
                             details={"per_corruption_x100": details}, notes=notes)
 
@@ -154,7 +167,33 @@ class MMCBenchConsistency(Metric):
 
     @staticmethod
     def _norm(params: MMCBenchParams, text: str) -> str:
-        return text.lower().strip() if params.normalize == "lower_strip" else text
+        return normalize_output(str(params.normalize), text)
+
+
+def normalize_output(how: str, text: str) -> str:
+    """An output as ``mmcbench.consistency`` compares it: as is (``none``), lower-cased and
+    stripped (``lower_strip``), or through Whisper's English normaliser (``whisper``)."""
+    if how == "lower_strip":
+        return text.lower().strip()
+    if how == "whisper":
+        return whisper_normalizer()(text)
+    return text
+
+
+@lru_cache(maxsize=1)
+def whisper_normalizer() -> Callable[[str], str]:
+    """``WhisperTokenizer._normalize`` of openai/whisper-base without the hub: transformers'
+    ``EnglishTextNormalizer`` with the English spelling mapping that the hub's normalizer.json
+    holds (the same file as openai-whisper's english.json), read from ``whisper-normalizer``."""
+    try:
+        from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
+
+        mapping = json.loads((resources.files("whisper_normalizer") / "normalizers" / "english.json")
+                             .read_text(encoding="utf-8"))
+    except (ImportError, FileNotFoundError) as exc:
+        raise BackendError(Problem(f"normalize = 'whisper' needs transformers and whisper-normalizer: {exc}",
+                                   hint="pip install whisper-normalizer==0.1.15")) from None
+    return EnglishTextNormalizer(mapping)
 
 
 class MMCBenchCrossModal(Metric):

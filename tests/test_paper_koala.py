@@ -1,0 +1,89 @@
+"""papers/koala.toml reproduces in a fresh folder from its committed answers (imported by
+[run.make] `answers`), and its cells are the hand counts of the two made-up models (see
+papers/koala/make_answers.py): "refuser" always answers Koala's refusal; "echo" answers each
+edited item with its own expected answer, each original item "No." and each negative sample "no"."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchc.cli import main
+from benchc.runtime.report_tables import read_csv
+from conftest import ROOT
+
+# 8 runs compiled, imported and scored: about 11 s on 2 cores
+
+CELLS = ("img_old_label_old", "img_new_label_old", "img_old_label_new", "img_new_label_new", "img_old_label_ret",
+         "img_new_label_ret")
+GROUPS = ("WebQA perturbed", "WebQA conflicting", "WebQA counterfactual", "VQAv2 counterfactual",
+          "OK-VQA counterfactual")
+
+
+def _fresh(folder: Path) -> Path:
+    """papers/koala.toml and its folder as a fresh clone has them, the runs under ``folder``."""
+    shutil.copytree(ROOT / "papers" / "koala", folder / "papers" / "koala")
+    text = (ROOT / "papers" / "koala.toml").read_text()
+    paper = folder / "papers" / "koala.toml"
+    paper.write_text(text.replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/koala/', f'"{folder}/runs/'))
+    return paper
+
+
+def _table(path: Path) -> dict[str, dict[str, str]]:
+    header, cells = read_csv(path.read_text())
+    return {row[0]: dict(zip(header, row, strict=True)) for row in cells}
+
+
+def test_the_koala_paper_reproduces_and_its_cells_are_the_hand_counts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    paper = _fresh(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code = main(["reproduce", str(paper)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert out.count("made run ") == 8 and "all 6 file(s) match the recorded hashes" in out
+    results = _table(tmp_path / "papers" / "koala" / "results.csv")
+    assert list(results) == ["refuser", "echo"]
+    for model, row in results.items():
+        for group in GROUPS:
+            # the bundled file holds no original labels (the originals are derived from image names)
+            assert row[f"{group}/img_old_label_old"] == row[f"{group}/img_new_label_old"] == "", (model, group)
+    expected = {
+        # refuser: a refusal everywhere, so label_ret is 100 on both images; label_new is Koala's
+        # refusal text as a substring on VQAv2/OK-VQA (100), and WebQA's bag-of-words finds no
+        # colour, shape or yes/no word in a refusal (0)
+        "refuser": {"WebQA perturbed": (0, 0, 100, 100), "WebQA conflicting": (0, 0, 100, 100),
+                    "WebQA counterfactual": (0, 0, 100, 100), "VQAv2 counterfactual": (100, 100, 100, 100),
+                    "OK-VQA counterfactual": (100, 100, 100, 100)},
+        # echo: the new label on every edited image (each of the 81 accepted perturbed answers has
+        # a colour or shape word; the refusals on counterfactual and conflicting items), "No." on
+        # every original image (neither the new label nor an acknowledgment)
+        "echo": {"WebQA perturbed": (0, 100, 0, 0), "WebQA conflicting": (0, 0, 0, 100),
+                 "WebQA counterfactual": (0, 0, 0, 100), "VQAv2 counterfactual": (0, 100, 0, 100),
+                 "OK-VQA counterfactual": (0, 100, 0, 100)},
+    }
+    for model, groups in expected.items():
+        for group, values in groups.items():
+            got = tuple(float(results[model][f"{group}/{c}"]) for c in CELLS[2:])
+            assert got == values, (model, group, got)
+    table4 = _table(tmp_path / "papers" / "koala" / "table4.csv")
+    # negative samples: the refusal is an acknowledgment, "no" is not (count_no is off by default)
+    assert {m: [float(v) for k, v in row.items() if k != "model"] for m, row in table4.items()} == {
+        "refuser": [100.0] * 4, "echo": [0.0] * 4}
+
+
+def test_the_committed_answers_cover_the_bundled_items_by_hand_count() -> None:
+    """Items per spec: the accepted edited items plus one original each (shared by edits of one
+    image), and one negative sample per single-image counterfactual item (100 + 100 + 47)."""
+    counts = {}
+    for path in sorted((ROOT / "papers" / "koala" / "answers").glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        counts[path.stem] = (len(rows), sum("/original/" in r["item_id"] for r in rows))
+    assert counts["refuser-counterfactual"] == (536, 268)  # 268 accepted (92 VQAv2, 89 OK-VQA, 87 WebQA)
+    assert counts["refuser-parametric"] == (141, 60)        # 81 accepted perturbed, 60 original images
+    assert counts["refuser-source_conflict"] == (126, 41)   # 85 accepted conflicting, 41 original pairs
+    assert counts["refuser-negative_samples"] == (247, 0)
+    assert all(counts[f"echo-{k.split('-', 1)[1]}"] == v for k, v in counts.items() if k.startswith("refuser"))

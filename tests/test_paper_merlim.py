@@ -1,0 +1,90 @@
+"""papers/merlim.toml reproduced in a fresh folder (its runs made from [run.make]: the bundled
+specs compiled, the committed made-up answers imported) matches its recorded hashes, and its
+cells are the counts made here by hand from the answers' rules (papers/merlim/answers/README.md)
+and MERLIM's released annotations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchc.cli import main
+from benchc.runtime.report_tables import read_csv
+from conftest import ROOT, SPECS
+
+DATA = SPECS / "merlim" / "data"
+RELATIONS = {"Random Set": "rel_task_set_eval_random_v3_first25imgs.json",
+             "Curated Set": "rel_task_set_eval_curated_v3_first25imgs.json"}
+COUNTING_IMAGES = [724, 872, 1296, 1490, 1503, 1993, 5992]  # counting.toml's filter
+
+
+def _fresh_paper(folder: Path) -> Path:
+    """papers/ as a fresh clone has it (no out/merlim), the runs and manifests made under ``folder``."""
+    papers = folder / "papers"
+    shutil.copytree(ROOT / "papers", papers)
+    paper = papers / "merlim.toml"
+    text = paper.read_text().replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/merlim/',
+                                                                                   f'"{folder}/out/')
+    paper.write_text(text)
+    return paper
+
+
+def _table(path: Path) -> dict[str, dict[str, float]]:
+    header, cells = read_csv(path.read_text())
+    return {row[0]: {h: float(v) for h, v in zip(header[1:], row[1:], strict=True)} for row in cells}
+
+
+def _released(name: str) -> list[dict]:
+    return [item for per_image in json.loads((DATA / name).read_text()).values() for item in per_image]
+
+
+def test_merlim_paper_reproduces_and_its_cells_are_counted_by_hand(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    paper = _fresh_paper(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code = main(["reproduce", str(paper)])
+    out, err = capsys.readouterr()
+    assert code == 0, err + out
+    assert out.count("from its [run.make]") == 6 and "all 6 file(s) match the recorded hashes" in out
+    output = paper.parent / "merlim"
+
+    table2 = _table(output / "table2.csv")
+    yes, right = table2["always-yes"], table2["originals-only"]
+    for part, name in RELATIONS.items():
+        items = _released(name)
+        assert len(items) == 88
+        # always-yes is right where MERLIM's answer is yes: 18 of 88 originals, 3 of 88 edited
+        # (affirmative); 70 and 85 of 88 (negated). Both sets have these counts.
+        share = {key: 100 * sum(i[key] == "yes" for i in items) / 88
+                 for key in ("orig answer", "inp answer", "orig neg answer", "inp neg answer")}
+        assert share == pytest.approx({"orig answer": 100 * 18 / 88, "inp answer": 100 * 3 / 88,
+                                       "orig neg answer": 100 * 70 / 88, "inp neg answer": 100 * 85 / 88})
+        assert yes[f"{part}/Acc_org"] == pytest.approx(share["orig answer"], abs=1e-4)      # 20.45
+        assert yes[f"{part}/Acc_ed"] == pytest.approx(share["inp answer"], abs=1e-4)        # 3.41
+        assert yes[f"{part}/dAcc"] == pytest.approx(100 * 15 / 88, abs=1e-3)                # 17.05
+        assert yes[f"{part}, negated/Acc_org"] == pytest.approx(share["orig neg answer"], abs=1e-4)  # 79.55
+        assert yes[f"{part}, negated/Acc_ed"] == pytest.approx(share["inp neg answer"], abs=1e-4)    # 96.59
+        # originals-only: right on every original, wrong on every edited image
+        assert [right[f"{part}/{c}"] for c in ("Acc_org", "Acc_ed", "dAcc")] == [100.0, 0.0, 100.0]
+        assert [right[f"{part}, negated/{c}"] for c in ("Acc_org", "Acc_ed")] == [100.0, 0.0]
+
+    counting = _table(output / "counting.csv")
+    per_image = json.loads((DATA / "in_data_v3_sample50imgs.json").read_text())
+    left = np.array([i["removed_obj"]["num_rem_obj"] for k in COUNTING_IMAGES for i in per_image[str(k)]])
+    # 20 items: 10 with no instance left, 7 with one, 3 with four; truth original = left + 1, edited = left
+    assert sorted(left.tolist()) == [0] * 10 + [1] * 7 + [4] * 3
+    yes = counting["always-yes"]  # counts "1" everywhere, confirms every follow-up
+    assert yes["original/MAE"] == pytest.approx(19 / 20, abs=1e-4)   # |1 - (left+1)| = left: 7 + 12
+    assert yes["edited/MAE"] == pytest.approx(19 / 20, abs=1e-4)     # |1 - left|: 10 x 1 + 3 x 3
+    assert yes["original/MAE_std"] == pytest.approx(np.std(left), abs=1e-4)
+    assert yes["edited/MAE_std"] == pytest.approx(np.std(np.abs(1 - left)), abs=1e-4)
+    assert yes["edited/dMAE"] == 0.0
+    assert yes["original/follow_up"] == yes["edited/follow_up"] == 100.0
+    right = counting["originals-only"]  # the original's count on both images; "No." to the edited follow-ups
+    assert [right[c] for c in ("original/MAE", "original/MAE_std", "original/follow_up")] == [0.0, 0.0, 100.0]
+    assert [right[c] for c in ("edited/MAE", "edited/MAE_std", "edited/dMAE", "edited/follow_up")] == [
+        1.0, 0.0, 1.0, 0.0]
