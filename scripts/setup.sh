@@ -10,7 +10,7 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 VENV=.venv
 STAMP="$VENV/.benchc-installed"
-WANT="$(cat requirements.lock pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
+WANT="$(cat requirements.lock requirements-nodeps.txt pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 
 need_apt=()
 command -v espeak-ng >/dev/null || need_apt+=(espeak-ng)
@@ -35,6 +35,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 quiet "${PIP[@]}" install torch==2.13.0
 quiet "${PIP[@]}" install -r requirements.lock
+quiet "${PIP[@]}" install --no-deps -r requirements-nodeps.txt
 quiet "${PIP[@]}" install --no-deps -e .
 echo "$WANT" > "$STAMP"
 echo "setup: done"
