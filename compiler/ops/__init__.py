@@ -4,6 +4,8 @@ registers its ops) when the package is imported."""
 import sys
 
 from ..plugins import import_all
-from .base import OPS, ModelOp, ModelStepParams, Op, OpContext, OpOutput, OpParams  # noqa: F401
+from .base import OPS, ModelOp, ModelStepParams, Op, OpContext, OpOutput, OpParams
+
+__all__ = ["OPS", "ModelOp", "ModelStepParams", "Op", "OpContext", "OpOutput", "OpParams"]
 
 import_all(sys.modules[__name__])

@@ -97,7 +97,8 @@ def load_detector(path: str, sha256: str) -> tuple[Any, Any]:
 
     try:
         model = AutoModelForObjectDetection.from_pretrained(path, local_files_only=True)
-        processor = AutoImageProcessor.from_pretrained(path, local_files_only=True, use_fast=False)
+        processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]  # untyped in transformers
+            path, local_files_only=True, use_fast=False)
     except Exception as exc:  # noqa: BLE001 - not a detector folder: name it and say why
         raise _load_failed(Path(path), "an object detector", exc) from None
     return model.float().eval(), processor
@@ -139,7 +140,8 @@ def load_clip(path: str, sha256: str) -> tuple[Callable[[dict[str, torch.Tensor]
 
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        processor = AutoImageProcessor.from_pretrained(path, local_files_only=True, use_fast=False)
+        processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]  # untyped in transformers
+            path, local_files_only=True, use_fast=False)
         if config.model_type == "clip":
             full = CLIPModel.from_pretrained(path, local_files_only=True).float().eval()
             return (lambda inputs: full.get_image_features(**inputs)), processor

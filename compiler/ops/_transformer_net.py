@@ -21,7 +21,8 @@ class ConvLayer(nn.Module):
         self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, stride)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv2d(self.reflection_pad(x))
+        out: torch.Tensor = self.conv2d(self.reflection_pad(x))  # (Module calls are typed Any)
+        return out
 
 
 class ResidualBlock(nn.Module):
@@ -35,7 +36,8 @@ class ResidualBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.in1(self.conv1(x)))
-        return self.in2(self.conv2(out)) + x
+        out2: torch.Tensor = self.in2(self.conv2(out))
+        return out2 + x
 
 
 class UpsampleConvLayer(nn.Module):
@@ -52,7 +54,8 @@ class UpsampleConvLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.upsample:
             x = nn.functional.interpolate(x, mode="nearest", scale_factor=self.upsample)
-        return self.conv2d(self.reflection_pad(x))
+        out: torch.Tensor = self.conv2d(self.reflection_pad(x))
+        return out
 
 
 class TransformerNet(nn.Module):
@@ -79,10 +82,11 @@ class TransformerNet(nn.Module):
         self.relu = nn.ReLU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.relu(self.in1(self.conv1(x)))
+        y: torch.Tensor = self.relu(self.in1(self.conv1(x)))
         y = self.relu(self.in2(self.conv2(y)))
         y = self.relu(self.in3(self.conv3(y)))
         y = self.res5(self.res4(self.res3(self.res2(self.res1(y)))))
         y = self.relu(self.in4(self.deconv1(y)))
         y = self.relu(self.in5(self.deconv2(y)))
-        return self.deconv3(y)
+        out: torch.Tensor = self.deconv3(y)
+        return out

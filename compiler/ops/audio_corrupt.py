@@ -93,12 +93,14 @@ NOISE_SEED = 20_240_001  # part of the op's definition: changing it changes shor
 
 
 def _normalise(samples: np.ndarray, peak: float = 0.5) -> np.ndarray:
-    return samples * (peak / np.max(np.abs(samples)))
+    scaled: np.ndarray = samples * (peak / np.max(np.abs(samples)))
+    return scaled
 
 
 def _tone(freqs: tuple[float, ...], seconds: float) -> np.ndarray:
     t = np.arange(int(seconds * RATE)) / RATE
-    return _normalise(sum(np.sin(2 * np.pi * f * t) for f in freqs))
+    # start at zeros (not sum's int 0) for the type: 0.0 + x is exactly x, as 0 + x was
+    return _normalise(sum((np.sin(2 * np.pi * f * t) for f in freqs), np.zeros_like(t)))
 
 
 @cache
@@ -154,7 +156,8 @@ def _am(name: str, **fixed: Any) -> Callable[..., Transform]:
     def make(**kwargs: Any) -> Transform:
         import audiomentations
 
-        return getattr(audiomentations, name)(**fixed, **kwargs)
+        transform: Transform = getattr(audiomentations, name)(**fixed, **kwargs)
+        return transform
 
     return make
 
@@ -279,6 +282,9 @@ class Params(OpParams):
     severity: Severity = Field("light", description="MMCBench's degree; ranges in SEVERITY")
 
 
+AudioCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class AudioCorrupt(Op):
     """Corrupt 16 kHz speech with one of MMCBench's 16 corruptions, light or heavy (MMCBench)."""
 
@@ -292,7 +298,7 @@ class AudioCorrupt(Op):
     libraries = ("audiomentations", "fast-mp3-augment", "librosa", "numpy", "numpy-minmax",
                  "numpy-rms", "python-stretch", "scipy", "soxr")
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: AudioCorruptParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
         samples = load_16k(ctx.store.get(value.media))
         if params.corruption == "clean":

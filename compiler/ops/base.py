@@ -32,6 +32,10 @@ def _version(distribution: str) -> str:
         return "not installed"
 
 
+OPENCV = "opencv-python-headless"
+"""The one wheel that provides cv2 (pyproject.toml): the version ops that call OpenCV record."""
+
+
 def library_versions(names: Iterable[str]) -> dict[str, str]:
     """Installed version of each distribution, "not installed" where it is absent."""
     return {name: _version(name) for name in sorted(set(names))}

@@ -44,7 +44,7 @@ from pydantic import Field
 from ..cas import ContentStore
 from ..media import load_image, put_image
 from ..values import MediaRef, Value
-from .base import OPS, Op, OpContext, OpOutput, OpParams
+from .base import OPENCV, OPS, Op, OpContext, OpOutput, OpParams
 from .rng_guard import seeded_globals
 
 Corruption = Literal[
@@ -87,6 +87,9 @@ class Params(OpParams):
     severity: Severity = Field("light", description="MMCBench's degree; values in LEVELS")
 
 
+ImageCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class Corrupt(Op):
     """Corrupt an image with one of MMCBench's 29 corruptions, light or heavy (MMCBench)."""
 
@@ -97,10 +100,10 @@ class Corrupt(Op):
     input_kind = "image"
     output_kind = "image"
     default_input = "image"
-    libraries = ("imagecorruptions", "albumentations", "albucore", "opencv-python",
-                 "opencv-python-headless", "scikit-image", "scipy", "numpy", "pillow")
+    libraries = ("imagecorruptions", "albumentations", "albucore", OPENCV, "scikit-image", "scipy", "numpy",
+                 "pillow")
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: ImageCorruptParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
         pixels = _input_pixels(ctx.store, value.media)
         if params.corruption == "clean":
@@ -132,8 +135,7 @@ class ImageNetC(Op):
     input_kind = "image"
     output_kind = "image"
     default_input = "image"
-    libraries = ("imagecorruptions", "opencv-python", "opencv-python-headless", "scikit-image", "scipy",
-                 "numpy", "pillow")
+    libraries = ("imagecorruptions", OPENCV, "scikit-image", "scipy", "numpy", "pillow")
 
     def apply(self, value: Value | None, params: ImageNetCParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
@@ -191,7 +193,8 @@ def _gaussian(image: np.ndarray, sigma: float = 1, multichannel: bool | None = N
 
     if multichannel:
         kwargs["channel_axis"] = -1
-    return gaussian(image, sigma=sigma, **kwargs)
+    blurred: np.ndarray = gaussian(image, sigma=sigma, **kwargs)  # type: ignore[no-untyped-call]  # skimage
+    return blurred
 
 
 def _random_noise(image: np.ndarray, **kwargs: Any) -> np.ndarray:
@@ -200,7 +203,9 @@ def _random_noise(image: np.ndarray, **kwargs: Any) -> np.ndarray:
     impulse_noise differ on every call. Its generator is seeded from the global RNG again."""
     from skimage.util import random_noise
 
-    return random_noise(image, rng=int(np.random.randint(2**32, dtype=np.int64)), **kwargs)
+    noisy: np.ndarray = random_noise(  # type: ignore[no-untyped-call]  # untyped in scikit-image
+        image, rng=int(np.random.randint(2**32, dtype=np.int64)), **kwargs)
+    return noisy
 
 
 @functools.cache
@@ -217,7 +222,8 @@ def _imagecorruptions() -> Callable[..., Pixels]:
     corruptions.np = _Patched(np, float_=np.float64)
     corruptions.sk = _Patched(skimage, util=_Patched(skimage.util, random_noise=_random_noise))
     corruptions.gaussian = _gaussian
-    return imagecorruptions.corrupt
+    corrupt: Callable[..., Pixels] = imagecorruptions.corrupt  # (the library has no type hints)
+    return corrupt
 
 
 def _imagenet_c(name: str) -> Corrupter:
@@ -234,13 +240,15 @@ def _albumentations() -> types.ModuleType:
     os.environ["NO_ALBUMENTATIONS_UPDATE"] = "1"  # else its import asks pypi.org for a new version
     import albumentations
 
-    return albumentations
+    module: types.ModuleType = albumentations  # (no type hints: the import is Any)
+    return module
 
 
 def _run(transform: Any, pixels: Pixels, rng: np.random.Generator) -> Pixels:
     """Apply an albumentations transform (built with p=1) with its private RNGs seeded by us."""
     transform.set_random_seed(int(rng.integers(2**32)))
-    return transform(image=pixels)["image"]
+    out: Pixels = transform(image=pixels)["image"]
+    return out
 
 
 def _direction(rng: np.random.Generator) -> int:
@@ -294,8 +302,10 @@ def _piecewise_affine(pixels: Pixels, scale: float, rng: np.random.Generator) ->
                              indexing="ij")
     grid = np.column_stack([cols.ravel(), rows.ravel()])
     moved = grid + rng.normal(0, scale, size=grid.shape) * (width, height)
-    transform = PiecewiseAffineTransform.from_estimate(grid, moved)
-    warped = warp(pixels, transform, order=1, mode="constant", cval=0, preserve_range=True)
+    # (both untyped in scikit-image)
+    transform = PiecewiseAffineTransform.from_estimate(grid, moved)  # type: ignore[no-untyped-call]
+    warped: np.ndarray = warp(  # type: ignore[no-untyped-call]
+        pixels, transform, order=1, mode="constant", cval=0, preserve_range=True)
     return np.round(warped).astype(np.uint8)
 
 

@@ -61,7 +61,7 @@ from ..media import load_image, put_image
 from ..registry import Registry
 from ..values import Value
 from ._pretrained import Detection, clip_embeddings, detect, pinned_model
-from .base import OPS, Op, OpContext, OpOutput, OpParams, library_versions
+from .base import OPENCV, OPS, Op, OpContext, OpOutput, OpParams, library_versions
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
@@ -72,7 +72,7 @@ PALETTE: dict[str, tuple[int, int, int]] = {
 the colours the ``scenes`` source draws with, so a recoloured scene object looks like a drawn one."""
 ColourName = Literal["red", "green", "blue", "yellow", "purple", "orange", "white", "black"]
 
-CV2 = ("opencv-python", "opencv-python-headless")  # either wheel may provide cv2
+CV2 = (OPENCV,)
 MODELS = ("torch", "transformers")
 
 
@@ -247,7 +247,7 @@ class RecolorObject(Op):
         mask = _object_mask(ctx, params.mask, image.shape[:2])
         known = _field(ctx, params.color_field)
         original = str(known).lower() if known is not None else None
-        target = params.color
+        target: str = params.color
         if target == original:
             if params.on_same == "drop":
                 return OpOutput(value, {"original_color": original, "new_color": target},  # type: ignore[arg-type]
@@ -368,7 +368,7 @@ def colour_regions(image: np.ndarray, target: Target, params: RemovedParams,
             f"detector 'colour' needs an object colour of the palette, record "
             f"{ctx.record.id!r} has {target.colour!r} at {params.color_field!r}",
             key="params.color_field", hint=f"palette: {', '.join(PALETTE)}; or use detector = 'hf'"))
-    distance = np.linalg.norm(image.astype(np.float32) - np.float32(PALETTE[target.colour]), axis=2)
+    distance = np.linalg.norm(image.astype(np.float32) - np.asarray(PALETTE[target.colour], dtype=np.float32), axis=2)
     close = cv2.morphologyEx((distance <= params.tolerance).astype(np.uint8), cv2.MORPH_OPEN,
                              np.ones((3, 3), np.uint8))
     count, _, stats, _ = cv2.connectedComponentsWithStats(close, connectivity=8)

@@ -33,6 +33,9 @@ class Params(OpParams):
     box_field: str = Field("object.bbox", description="record field holding [x, y, w, h]")
 
 
+MaskObjectParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class MaskObject(Op):
     """Cover an object's box with a coloured rectangle or ellipse crossed by N lines (MM-R3)."""
 
@@ -44,7 +47,7 @@ class MaskObject(Op):
     default_input = "image"
     libraries = ("pillow",)
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: MaskObjectParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.media is not None
         image = load_image(ctx.store, value.media).convert("RGB")
         x0, y0, x1, y1 = self._box(params, ctx, image.size)
@@ -57,7 +60,7 @@ class MaskObject(Op):
         self._lines(draw, (x0, y0, x1, y1), params.lines, colour, image.size)
         return OpOutput(Value("image", media=put_image(ctx.store, image)))
 
-    def _box(self, params: Params, ctx: OpContext, size: tuple[int, int]) -> tuple[int, int, int, int]:
+    def _box(self, params: MaskObjectParams, ctx: OpContext, size: tuple[int, int]) -> tuple[int, int, int, int]:
         try:
             x, y, w, h = ctx.record.get(params.box_field)
         except (KeyError, TypeError, ValueError):

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import cv2
 import numpy as np
@@ -61,7 +61,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from ..errors import OpError, Problem
 from ..media import load_image, put_image
 from ..values import Value
-from .base import OPS, Op, OpContext, OpOutput, OpParams
+from .base import OPENCV, OPS, Op, OpContext, OpOutput, OpParams
 
 NamedColour = Literal["black", "white", "gray", "red", "green", "blue"]
 NAMED_COLOURS: dict[str, tuple[int, int, int]] = {
@@ -107,7 +107,7 @@ class _ImageOp(Op):
     output_kind = "image"
     default_input = "image"
     reads_record = False
-    libraries = ("pillow",)
+    libraries: ClassVar[tuple[str, ...]] = ("pillow",)
 
 
 # --- flip -------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ class Blur(_ImageOp):
 
     name = "image.blur"
     Params = BlurParams
-    libraries = ("opencv-python", "opencv-python-headless", "numpy", "pillow")
+    libraries = (OPENCV, "numpy", "pillow")
 
     def apply(self, value: Value | None, params: BlurParams, ctx: OpContext) -> OpOutput:
         pixels = np.ascontiguousarray(np.asarray(_rgb_input(value, ctx)))

@@ -13,9 +13,13 @@ import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 from importlib.util import find_spec
+
+if TYPE_CHECKING:
+    import torch
 
 _LOCK = threading.RLock()
 
@@ -44,7 +48,7 @@ def seeded_globals(seed: int) -> Iterator[None]:
                 torch.random.set_rng_state(torch_state)
 
 
-def _torch_state():
+def _torch_state() -> torch.Tensor | None:
     """torch's CPU RNG state when torch is installed. It is imported here if needed: a library
     that imports torch lazily inside the block would otherwise draw from an unseeded generator."""
     if find_spec("torch") is None:

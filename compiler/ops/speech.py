@@ -67,6 +67,9 @@ class Params(OpParams):
     pitch: int = Field(50, ge=0, le=99, description="espeak-ng pitch adjustment, 0-99")
 
 
+SpeechParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class TextToSpeech(Op):
     """Speak text with espeak-ng as 16 kHz mono speech; the engine's version goes in attrs."""
 
@@ -79,10 +82,10 @@ class TextToSpeech(Op):
     default_input = "text"
     libraries = ("numpy", "soxr")
 
-    def environment(self, params: Params | None = None) -> dict[str, str]:
+    def environment(self, params: SpeechParams | None = None) -> dict[str, str]:
         return {**super().environment(params), "espeak-ng": engine()[1]}
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: SpeechParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.text is not None
         data = synthesize(value.text, params.voice, params.speed, params.pitch)
         return OpOutput(Value("audio", media=ctx.store.put(data, "audio")),

@@ -171,7 +171,7 @@ def _sorted_wordnet_classes() -> tuple[type, type]:
     from textattack.transformations import WordInsertionRandomSynonym, WordSwapWordNet
     from textattack.transformations.word_swaps import WordSwap
 
-    class SortedWordNetSwap(WordSwapWordNet):
+    class SortedWordNetSwap(WordSwapWordNet):  # type: ignore[misc]  # textattack has no type hints
         def __init__(self) -> None:  # WordSwapWordNet's own __init__ calls nltk.download
             WordSwap.__init__(self)
             self.language = "eng"
@@ -179,7 +179,7 @@ def _sorted_wordnet_classes() -> tuple[type, type]:
         def _get_replacement_words(self, word: str, random: bool = False) -> list[str]:
             return sorted(super()._get_replacement_words(word))
 
-    class SortedSynonymInsertion(WordInsertionRandomSynonym):
+    class SortedSynonymInsertion(WordInsertionRandomSynonym):  # type: ignore[misc]  # (no type hints)
         def _get_synonyms(self, word: str) -> list[str]:
             return sorted(super()._get_synonyms(word))
 
@@ -426,8 +426,11 @@ Corruption = Literal[CORRUPTIONS]  # type: ignore[valid-type]
 
 
 class Params(OpParams):
-    corruption: Corruption  # type: ignore[valid-type]
+    corruption: Corruption
     severity: Severity = "light"
+
+
+TextCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
 class Corrupt(Op):
@@ -442,7 +445,7 @@ class Corrupt(Op):
     default_input = "text"
     libraries = ("nlpaug", "textattack", "nltk", "wn", "pocketsphinx")
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: TextCorruptParams, ctx: OpContext) -> OpOutput:
         assert value is not None and value.text is not None
         if not value.text.strip():  # nothing to corrupt; some libraries fail on empty text
             return OpOutput(value)

@@ -122,7 +122,7 @@ def _subject_end(doc: Any) -> int | None:
     subject = next((t for t in doc[1:] if t.dep_ in SUBJECT_DEPS), None)
     if subject is None:
         return None
-    end = subject.i
+    end: int = subject.i
     if subject.lower_ in QUANTITY_NOUNS:
         for child in subject.rights:
             if child.lower_ == "of":

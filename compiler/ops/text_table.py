@@ -16,7 +16,10 @@ Corruption = Literal[("clean", *MMCBENCH_TEXT_CORRUPTIONS)]  # type: ignore[vali
 
 
 class Params(OpParams):
-    corruption: Corruption = "clean"  # type: ignore[valid-type]
+    corruption: Corruption = "clean"
+
+
+ReleasedTextParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
 class ReleasedText(Op):
@@ -29,7 +32,7 @@ class ReleasedText(Op):
     output_kind = "text"
     default_input = "record"
 
-    def apply(self, value: Value | None, params: Params, ctx: OpContext) -> OpOutput:
+    def apply(self, value: Value | None, params: ReleasedTextParams, ctx: OpContext) -> OpOutput:
         try:
             text = ctx.record.fields["versions"][params.corruption]
         except KeyError:

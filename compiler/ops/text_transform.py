@@ -61,8 +61,8 @@ import math
 import re
 import string
 import unicodedata
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -201,7 +201,10 @@ class TyposParams(OpParams):
     min_length: int = Field(3, ge=1, description="words with fewer letters are never changed")
 
 
-def _pick(rng: np.random.Generator, choices: list[int] | str) -> Any:
+T = TypeVar("T")
+
+
+def _pick(rng: np.random.Generator, choices: Sequence[T]) -> T:
     return choices[int(rng.integers(len(choices)))]
 
 

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from ..errors import OpError, Problem
 from ..model_steps import ModelPrompt, yes_no
-from ..values import Value
+from ..values import MediaRef, Value
 from .base import (
     OPS,
     ModelOp,
@@ -76,7 +76,7 @@ class VLMCheck(ModelOp):
         media = (*self._original(params, ctx), value.media)
         return [ModelPrompt(question, media=media, seed=self.sampling_seed(params, ctx))]
 
-    def _original(self, params: VLMCheckParams, ctx: OpContext) -> tuple:
+    def _original(self, params: VLMCheckParams, ctx: OpContext) -> tuple[MediaRef, ...]:
         if params.original is None:
             return ()
         ref = ctx.record.media.get(params.original)

@@ -4,6 +4,8 @@ registers its loaders) when the package is imported."""
 import sys
 
 from ..plugins import import_all
-from .base import SOURCES, LoadedSource, SourceContext, SourceLoader  # noqa: F401
+from .base import SOURCES, LoadedSource, SourceContext, SourceLoader
+
+__all__ = ["SOURCES", "LoadedSource", "SourceContext", "SourceLoader"]
 
 import_all(sys.modules[__name__])

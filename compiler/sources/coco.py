@@ -29,6 +29,9 @@ class Params(SourceParams):
     categories: list[str] | None = Field(None, min_length=1, description="keep only these classes")
 
 
+CocoParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 def segmentation_mask(segmentation: Any, height: int, width: int) -> np.ndarray:
     """A COCO segmentation (polygons, uncompressed or compressed RLE) as a 0/1 uint8 mask."""
     if isinstance(segmentation, list):
@@ -43,7 +46,8 @@ def segmentation_mask(segmentation: Any, height: int, width: int) -> np.ndarray:
     else:
         raise RowError(f"segmentation is neither polygons nor an RLE of size [{height}, {width}]")
     try:
-        return mask_utils.decode(rle)
+        mask: np.ndarray = mask_utils.decode(rle)  # pycocotools has no type hints
+        return mask
     except (ValueError, TypeError) as exc:
         raise RowError(f"cannot decode segmentation: {exc}") from None
 
@@ -97,7 +101,7 @@ class CocoSource(SourceLoader):
     }
     record_media = {"image": "the object's image", "mask": "the object's instance mask (white on black)"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: CocoParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")
         doc = read_json(path)
         annotations = json_part(doc, path, "annotations", list)
@@ -108,7 +112,7 @@ class CocoSource(SourceLoader):
         return LoadedSource(records, [ctx.file_digest(path, len(annotations))])
 
     @staticmethod
-    def _index(doc: Any, annotations: list[Any], params: Params, path: Path) -> CocoIndex:
+    def _index(doc: Any, annotations: list[Any], params: CocoParams, path: Path) -> CocoIndex:
         images = {i["id"]: i for i in json_part(doc, path, "images", list)
                   if isinstance(i, dict) and "id" in i}
         categories = category_names(doc, path)

@@ -26,6 +26,9 @@ class Params(SourceParams):
     split: Literal["train", "test"] = Field("train")
 
 
+EasyVqaParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 def question_type(answer: str) -> str:
     """easy-VQA ships no question types, but its answers tell them apart."""
     if answer in ("yes", "no"):
@@ -45,7 +48,7 @@ class EasyVqaSource(SourceLoader):
                      "question_type": "one of: 'yes/no', 'shape', 'color' (told by the answer)"}
     record_media = {"image": "the question's image"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: EasyVqaParams, ctx: SourceContext) -> LoadedSource:
         import easy_vqa
 
         texts, answers, image_ids = getattr(easy_vqa, f"get_{params.split}_questions")()

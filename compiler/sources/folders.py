@@ -23,6 +23,9 @@ class Params(SourceParams):
     labels: bool = Field(False, description="label = the name of each file's parent folder")
 
 
+FolderParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class FolderSource(SourceLoader):
     """One record per file of a folder with one of ``extensions``, decoded as ``kind``."""
 
@@ -34,7 +37,7 @@ class FolderSource(SourceLoader):
     record_fields = {"path": "the file's path relative to the folder",
                      "label": "with labels = true: the name of the folder the file is in"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: FolderParams, ctx: SourceContext) -> LoadedSource:
         folder = ctx.resolve(params.folder, key="source.folder")
         wanted = {f".{e.lower().lstrip('.')}" for e in (params.extensions or self.extensions)}
         paths = sorted((p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in wanted),

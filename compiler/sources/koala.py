@@ -81,6 +81,9 @@ class Params(SourceParams):
     negative_seed: int = Field(0, ge=0, description="seed of the negative samples' pairing")
 
 
+KoalaParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class WebQaImages:
     """WebQA's image table: line k of imgs.tsv is ``<id>\\t<base64>`` for the image whose
     id % 10,000,000 == k, at the byte offset on line k of imgs.lineidx (as WebQA and Koala read it)."""
@@ -147,7 +150,7 @@ class KoalaSource(SourceLoader):
     record_media = {"image": "the item's first image (with `images` or `webqa_images`)",
                     "image_2": "its second image, and so on (image_3, ...)"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: KoalaParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")
         items = json_part(read_json(path), path, None, list)
         files = [ctx.file_digest(path, len(items))]
@@ -218,7 +221,7 @@ class KoalaSource(SourceLoader):
     @staticmethod
     def _derived(item: dict[str, Any]) -> dict[str, Any]:
         """The original item an edited item's image names point at: same question, no answer."""
-        names = []
+        names: list[int | str] = []
         for name in item["image"]:
             if isinstance(name, int):
                 names.append(name)

@@ -63,6 +63,9 @@ class Params(SourceParams):
         return self
 
 
+MerlimParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class MerlimSource(SourceLoader):
     """MERLIM edited images with counting, recognition and relation ground truth."""
 
@@ -91,7 +94,7 @@ class MerlimSource(SourceLoader):
     record_media = {"image": "the edited image (with `edited_images`)",
                     "original": "the original COCO image (with `images`)"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: MerlimParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.annotations, key="source.annotations")
         per_image = json_part(read_json(path), path, None, dict)
         items = sum(len(v) for v in per_image.values() if isinstance(v, list))

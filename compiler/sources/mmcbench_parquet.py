@@ -27,6 +27,9 @@ class Params(SourceParams):
     task: Literal["image2text", "speech2text"]
 
 
+ParquetParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class MMCBenchParquet(SourceLoader):
     """MMCBench image2text / speech2text rows: clean and corrupted media, caption or transcript."""
 
@@ -40,7 +43,7 @@ class MMCBenchParquet(SourceLoader):
     record_media = {"clean": "the clean image or audio",
                     "<corruption>": "one per corruption column, e.g. gaussian_noise"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: ParquetParams, ctx: SourceContext) -> LoadedSource:
         id_column, text_column = LAYOUTS[params.task]
         tables = [TableFile(ctx.resolve(f, key=f"source.files[{i}]"), ctx)
                   for i, f in enumerate(params.files)]

@@ -8,6 +8,7 @@ the attributes that tell it apart (severity heavy/light, selection hard/random).
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -39,6 +40,9 @@ class Params(SourceParams):
     text_column: str = Field("transcription", description="column of the clean text")
 
 
+TextTableParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class MMCBenchTextTable(SourceLoader):
     """MMCBench's released text tables: one record per row, with its clean and 23 corrupted texts."""
 
@@ -53,7 +57,7 @@ class MMCBenchTextTable(SourceLoader):
                      "versions.<corruption>": "the text under each of the 23 corruptions, and "
                                               "versions.clean the clean text"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: TextTableParams, ctx: SourceContext) -> LoadedSource:
         records: list[Record] = []
         files = []
         for index, table in enumerate(params.tables):
@@ -62,7 +66,7 @@ class MMCBenchTextTable(SourceLoader):
             files.append(ctx.file_digest(path, rows))
         return LoadedSource(records=records, files=files)
 
-    def _read(self, path: Path, table: Table, params: Params, ctx: SourceContext,
+    def _read(self, path: Path, table: Table, params: TextTableParams, ctx: SourceContext,
               out: list[Record]) -> int:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
@@ -76,7 +80,7 @@ class MMCBenchTextTable(SourceLoader):
                     out.append(record)
         return rows
 
-    def _check_header(self, path: Path, header: list[str], params: Params) -> None:
+    def _check_header(self, path: Path, header: Sequence[str], params: TextTableParams) -> None:
         missing = [c for c in (params.id_column, params.text_column, *MMCBENCH_TEXT_CORRUPTIONS)
                    if c not in header]
         if missing:
@@ -85,7 +89,7 @@ class MMCBenchTextTable(SourceLoader):
                 hint=f"the header has: {', '.join(header[:8])}...; "
                      "set source.id_column / source.text_column if yours differ"))
 
-    def _record(self, row: dict[str, str | None], table: Table, params: Params,
+    def _record(self, row: dict[str, str | None], table: Table, params: TextTableParams,
                 ctx: SourceContext, path: Path, line: int) -> Record | None:
         key = row.get(params.id_column)
         clean = row.get(params.text_column)

@@ -63,7 +63,8 @@ def _polygon(shape: str, x: int, y: int, s: int) -> list[tuple[float, float]]:
     raise ValueError(shape)
 
 
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int], fill) -> None:
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, box: tuple[int, int, int, int],
+                fill: int | tuple[int, int, int]) -> None:
     x, y, s, _ = box
     if shape == "circle":
         draw.ellipse([x, y, x + s - 1, y + s - 1], fill=fill)
@@ -115,6 +116,9 @@ class Params(SourceParams):
     max_objects: int = Field(4, ge=1, le=12)
 
 
+ScenesParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 class ScenesSource(SourceLoader):
     """One record per visible object; the record carries its image and instance mask."""
 
@@ -136,7 +140,7 @@ class ScenesSource(SourceLoader):
     }
     record_media = {"image": "the scene", "mask": "the object's visible pixels (white on black)"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: ScenesParams, ctx: SourceContext) -> LoadedSource:
         records: list[Record] = []
         for index in range(params.images):
             scene = make_scene(params.seed, index, params.size, params.max_objects)

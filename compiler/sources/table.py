@@ -39,11 +39,11 @@ Rows = Iterable[tuple[At, dict[str, Any]]]
 class ColumnParams(SourceParams):
     columns: dict[str, str] = Field(default_factory=dict,
                                     description="record field -> column (empty: every column)")
-    id: str | None = Field(None, description="column of unique record ids (default: row number)")
-    image_column: str | None = Field(None, description="column of encoded images or file names")
-    audio_column: str | None = Field(None, description="column of encoded audio or file names")
-    images: str | None = Field(None, description="folder the image column's file names are under")
-    audio: str | None = Field(None, description="folder the audio column's file names are under")
+    id: str | None = Field(default=None, description="column of unique record ids (default: row number)")
+    image_column: str | None = Field(default=None, description="column of encoded images or file names")
+    audio_column: str | None = Field(default=None, description="column of encoded audio or file names")
+    images: str | None = Field(default=None, description="folder the image column's file names are under")
+    audio: str | None = Field(default=None, description="folder the audio column's file names are under")
 
     def required(self) -> list[str]:
         return [c for c in (self.id, self.image_column, self.audio_column, *self.columns.values()) if c]
@@ -165,7 +165,7 @@ class HfDatasetSource(SourceLoader):
     @staticmethod
     def _split_folder(folder: Path, split: str | None) -> Path:
         splits = json.loads((folder / "dataset_dict.json").read_text())["splits"]
-        if split not in splits:
+        if split is None or split not in splits:  # (JSON split names are never null)
             message = "no split given" if split is None else f"unknown split {split!r}"
             raise SourceError(Problem(message, key="source.split",
                                       hint=f"the dataset has: {', '.join(splits)}"))

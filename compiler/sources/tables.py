@@ -133,10 +133,11 @@ class TableFile:
 
     def __init__(self, path: Path, ctx: SourceContext) -> None:
         self.path, self.ctx, self.rows = path, ctx, 0
-        self.format = next((f for f in self.FORMATS if path.name.endswith(f)), None)
-        if self.format is None:
+        found = next((f for f in self.FORMATS if path.name.endswith(f)), None)
+        if found is None:
             raise SourceError(Problem(f"unknown table format {path.suffix!r}", file=str(path),
                                       hint=f"use one of {', '.join(self.FORMATS)}"))
+        self.format: str = found
 
     def require(self, columns: Iterable[str]) -> None:
         """Check a header before any row is read; JSON Lines has none, so its rows are checked."""
@@ -170,7 +171,7 @@ class TableFile:
     def _csv_rows(self) -> Iterator[tuple[At, dict[str, Any]]]:
         with self.path.open(newline="", encoding="utf-8-sig") as fh:
             reader = self._csv(fh)
-            header = next(reader, [])
+            header: list[str] = next(reader, [])
             for cells in reader:
                 # short rows keep only the cells they have, so a missing cell reads as missing
                 yield At(self.path, line=reader.line_num), dict(zip(header, cells))
@@ -259,8 +260,9 @@ def decode_audio(source: Path | bytes, name: str) -> tuple[np.ndarray, int]:
     import soundfile
 
     try:
-        return soundfile.read(io.BytesIO(source) if isinstance(source, bytes) else source,
-                              dtype="float64", always_2d=True)
+        decoded: tuple[np.ndarray, int] = soundfile.read(
+            io.BytesIO(source) if isinstance(source, bytes) else source, dtype="float64", always_2d=True)
+        return decoded
     except soundfile.SoundFileError as exc:
         raise RowError(f"cannot decode audio {name}: {exc}") from None
 

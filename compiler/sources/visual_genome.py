@@ -23,6 +23,9 @@ class Params(SourceParams):
     images: str = Field(description="folder holding VG_100K/ and VG_100K_2/ (or the images)")
 
 
+VisualGenomeParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
+
+
 def _entity(item: Any) -> dict[str, Any]:
     """A subject or object: VG names it by ``name`` or by a ``names`` list (older releases)."""
     item = need(item, "object_id", "x", "y", "w", "h")
@@ -51,7 +54,7 @@ class VisualGenomeSource(SourceLoader):
     }
     record_media = {"image": "the relationship's image"}
 
-    def load(self, params: Params, ctx: SourceContext) -> LoadedSource:
+    def load(self, params: VisualGenomeParams, ctx: SourceContext) -> LoadedSource:
         rel_path = ctx.resolve(params.relationships, key="source.relationships")
         data_path = ctx.resolve(params.image_data, key="source.image_data")
         image_items = json_part(read_json(data_path), data_path, None, list)
