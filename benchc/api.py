@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +29,7 @@ if TYPE_CHECKING:
     from .runtime.plan import StagePlan
     from .compiler.validate_data import DataReport
 
-DEFAULT_CACHE = Path(".benchc/cache")
-DEFAULT_STORE = Path(".benchc/store")
+from .defaults import DEFAULT_CACHE, DEFAULT_STORE
 
 
 def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resolved:
@@ -148,15 +150,38 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
     use_memo = use_memo and not repair
 
     client = RuntimeModelClient(Path(cache_dir), Path(store_dir), progress=progress)
-    options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
-                             overrides=list(overrides or []), use_memo=use_memo, model_client=client)
     try:
-        result = compile_spec(spec_path, out_dir, options)
+        with _compile_bar(progress) as tell:
+            options = CompileOptions(cache_dir=Path(cache_dir), data_roots=list(data_roots or []), workers=workers,
+                                     overrides=list(overrides or []), use_memo=use_memo, model_client=client,
+                                     progress=tell)
+            result = compile_spec(spec_path, out_dir, options)
     finally:
         client.close()
     if check_version:
         check_source_version(spec_path, result.lock, overrides)
     return replace(result, model_requests=client.requests, model_calls=client.calls, repaired=repaired)
+
+
+@contextmanager
+def _compile_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar per node on stderr while a compile's op tasks run, when stderr is a
+    terminal (nothing in logs and pipes); None otherwise. It only watches the compile."""
+    if not (enabled and sys.stderr.isatty()):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    tasks: dict[str, Any] = {}
+    with Progress(TextColumn("compile {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as bar:
+        def tell(node: str, done: int, total: int) -> None:
+            if node not in tasks:
+                tasks[node] = bar.add_task(node, total=total)
+            bar.update(tasks[node], completed=done)
+
+        yield tell
 
 
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -20,6 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
+
+from .cli_common import (DEFAULT_CACHE, DEFAULT_STORE, OutputFormat, check_format, configure_logging, echo_json,
+                         package_version, reset_logging, usage_error_text)
 
 if TYPE_CHECKING:
     from .reference import ParamRow
@@ -44,8 +48,23 @@ ExecutorOpt = Annotated[str, typer.Option(
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", help="a running Ray cluster (HOST:PORT) for --executor ray; default: start a local one")]
 
-DEFAULT_CACHE = Path(".benchc/cache")
-DEFAULT_STORE = Path(".benchc/store")
+log = logging.getLogger("benchc.cli")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"benchc {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_show_version,
+                                                   help="print benchc's version and exit")] = False,
+             verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
+                                                  help="log what benchc does to stderr (-vv: in detail)")] = 0,
+             ) -> None:
+    """Compile, run, score and report consistency benchmarks of multimodal models."""
+    configure_logging(verbose)
 
 
 def _say(text: str) -> None:
@@ -61,15 +80,22 @@ def validate(spec: SpecArg, set_: SetOpt = None,
              data: Annotated[bool, typer.Option("--data", help="also load the source (no ops run, nothing "
                                                                "written) and check the record fields, "
                                                                "media and data paths the spec names")] = False,
-             data_root: RootOpt = None) -> None:
+             data_root: RootOpt = None, fmt: OutputFormat = "text") -> None:
     """Check a spec and report every problem in it at once (with --data, against its data too)."""
     from . import api
 
+    check_format(fmt)
     if data:
         resolved, found = api.validate_data(spec, set_, data_roots=data_root)
     else:
         resolved, found = api.validate(spec, set_), None
     s = resolved.loaded.spec
+    if fmt == "json":
+        echo_json({"ok": True, "spec": spec, "benchmark": {"name": s.benchmark.name, "version": s.benchmark.version},
+                   "source": s.source.loader, "nodes": len(s.node), "stages": len(s.stage), "metrics": len(s.metric),
+                   "data": None if found is None else {"records": found.records, "skipped": found.skipped,
+                                                       "checked": found.checked, "kept": found.kept}})
+        return
     typer.echo(f"ok: {spec} ({s.benchmark.name} {s.benchmark.version}): source {s.source.loader}, "
                f"{len(s.node)} node(s), {len(s.stage)} stage(s), {len(s.metric)} metric(s)")
     if found is None:
@@ -89,15 +115,30 @@ def compile_(spec: SpecArg,
              no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False,
              repair: Annotated[bool, typer.Option("--repair", help="first check every object of the compile cache "
                                                   "against its key, delete the damaged ones and recompute them")] = False,
-             no_version_check: NoVersionCheckOpt = False) -> None:
+             no_version_check: NoVersionCheckOpt = False, fmt: OutputFormat = "text") -> None:
     """Compile a spec into a manifest (items.parquet + lock.json + spec.json). Model steps
     (nodes that ask a model) keep their answers in the response store (--store)."""
+    import time
+
     from . import api
 
+    check_format(fmt)
+    log.info("compile %s -> %s (cache %s, store %s, %d worker(s))", spec, out, cache, store, workers)
+    started = time.monotonic()
     result = api.compile(spec, out, cache_dir=cache, data_roots=data_root, workers=workers,
-                         overrides=set_, use_memo=not no_memo, store_dir=store,
+                         overrides=set_, use_memo=not no_memo, store_dir=store, progress=True,
                          check_version=not no_version_check, repair=repair)
     lock = result.lock
+    log.info("compiled %d item(s) in %.1fs: %d op output(s) computed%s", lock["item_count"],
+             time.monotonic() - started, result.ops_run, ", from the memo" if result.memo_hit else "")
+    if fmt == "json":
+        echo_json({"benchmark": lock["benchmark"], "item_count": lock["item_count"],
+                   "manifest_digest": lock["manifest_digest"], "manifest": out, "memo_hit": result.memo_hit,
+                   "ops_run": result.ops_run, "repaired": result.repaired if repair else None,
+                   "select": lock.get("select"),
+                   "model_steps": {"prompts": result.model_prompts, "requests": result.model_requests,
+                                   "calls": result.model_calls} if result.model_prompts else None})
+        return
     if repair:
         keys = ", ".join(k[:16] + "..." for k in result.repaired[:3]) + (", ..." if len(result.repaired) > 3 else "")
         typer.echo(f"repair: {len(result.repaired)} damaged object(s) in {cache} deleted and recomputed"
@@ -114,16 +155,25 @@ def compile_(spec: SpecArg,
                    f"answered by a model, {requests - calls} from the response store")
 
 
+SHOW_FORMATS = ("text", "json", "jsonl")
+
+
 @app.command()
 def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
          where: Annotated[list[str] | None, typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
          limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
-         as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False) -> None:
+         fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table), json (one JSON list) or "
+                                                                 "jsonl (one JSON object per line)")] = "text",
+         as_json: Annotated[bool, typer.Option("--json", help="deprecated: the same as --format jsonl")] = False) -> None:
     """List the items of a manifest, filtered by columns or perturbation attributes."""
     from .compiler.show import select_items
 
+    check_format(fmt, SHOW_FORMATS)
     rows = select_items(manifest, where or [], limit)
-    if as_json:
+    if fmt == "json":
+        echo_json(rows)
+        return
+    if as_json or fmt == "jsonl":
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False, sort_keys=True))
         return
@@ -149,12 +199,16 @@ def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compi
             item: Annotated[str, typer.Argument(help="an item id, or a group/record id (all its items)")],
             out: Annotated[Path | None, typer.Option("--out", "-o", help="folder to write (default preview/<item>/)")] = None,
             set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, data_root: RootOpt = None,
-            store: StoreOpt = DEFAULT_STORE) -> None:
+            store: StoreOpt = DEFAULT_STORE, fmt: OutputFormat = "text") -> None:
     """Write a contact sheet (PNG), WAV files or a text listing of an item's variants."""
     from . import api
 
+    check_format(fmt)
     result = api.preview(spec, item, out, cache_dir=cache, data_roots=data_root, overrides=set_,
                          store_dir=store)
+    if fmt == "json":
+        echo_json(result)
+        return
     typer.echo(f"{result.items} {result.kind} item(s) of {result.group_id}"
                f"{' + original' if result.original else ''} -> {result.out_dir}")
 
@@ -168,26 +222,38 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
         text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
         ray_address: RayAddressOpt = None,
         plan: Annotated[bool, typer.Option("--plan", help="only say how many requests are cached and how "
-                                                          "many would run, per stage and backend")] = False) -> None:
+                                                          "many would run, per stage and backend")] = False,
+        fmt: OutputFormat = "text") -> None:
     """Run a manifest's requests through the backends; answers are cached by content."""
     from . import api
     from .compiler.errors import Problem, RunError
 
+    check_format(fmt)
     overrides = api.parse_backends(backend or [])
     if plan:
-        for stage in api.plan(manifest, model=model, cache_dir=cache, store_dir=store, backends=overrides,
-                              text_only=text_only):
+        plans = api.plan(manifest, model=model, cache_dir=cache, store_dir=store, backends=overrides,
+                         text_only=text_only)
+        if fmt == "json":  # as `benchc plan --format json`
+            echo_json([stage.as_json() for stage in plans])
+            return
+        for stage in plans:
             typer.echo(stage.line())
         return
     if out is None:
         raise RunError(Problem("benchc run needs --out/-o RUN_DIR (or --plan)", key="--out"))
-    for outcome in api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                           backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address):
+    log.info("run %s -> %s (model %s, cache %s, store %s, %d worker(s), executor %s)", manifest, out, model,
+             cache, store, workers, executor)
+    outcomes = api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
+                       backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address)
+    if fmt == "json":
+        echo_json({"run": out, "stages": outcomes})
+        return
+    for outcome in outcomes:
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
                    f"({outcome.cached} cached, {outcome.ran} run)")
 
 
-SCORE_FORMATS = ("benchc", "lm-eval")
+SCORE_FORMATS = ("benchc", "lm-eval", "json")
 
 
 @app.command()
@@ -196,8 +262,9 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
               "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None,
           cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
           format_: Annotated[str, typer.Option(
-              "--format", help="benchc (scores.json), or lm-eval: also RUN_DIR/lm-eval/results.json and a "
-                               "per-sample JSONL in lm-evaluation-harness's schema")] = "benchc") -> None:
+              "--format", "-f", help="benchc (scores.json), lm-eval: also RUN_DIR/lm-eval/results.json and a "
+                                     "per-sample JSONL in lm-evaluation-harness's schema, or json: scores.json, "
+                                     "also printed on stdout")] = "benchc") -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
     from .compiler.errors import BenchcError, Problem
@@ -206,7 +273,10 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
         raise BenchcError(Problem(f"unknown --format {format_!r}", key="--format",
                                   hint=f"one of {', '.join(SCORE_FORMATS)}"))
     scores = api.score(run_dir, manifest, cache_dir=cache, store_dir=store)
-    typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
+    if format_ == "json":
+        echo_json(scores)
+    else:
+        typer.echo(f"{len(scores['metrics'])} metric(s) -> {run_dir / 'scores.json'}")
     for metric in scores["metrics"]:  # numbers that may mislead are said where they are made
         for note in metric.get("notes", []):
             if str(note).startswith("WARNING:"):
@@ -258,12 +328,16 @@ def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="a scored run folder")],
-           cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
+           cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, fmt: OutputFormat = "text") -> None:
     """Write a scored run's report (report.md, and report/ with tables, figures and an HTML item
     browser) and print report.md."""
     from . import api
 
+    check_format(fmt)
     path = api.report(run_dir, cache_dir=cache, store_dir=store)
+    if fmt == "json":
+        echo_json({"report": path, "markdown": path.read_text()})
+        return
     typer.echo(path.read_text())
 
 
@@ -274,14 +348,20 @@ def evaluate(spec: SpecArg,
              set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
              workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None,
              text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
-             ray_address: RayAddressOpt = None, no_version_check: NoVersionCheckOpt = False) -> None:
+             ray_address: RayAddressOpt = None, no_version_check: NoVersionCheckOpt = False,
+             fmt: OutputFormat = "text") -> None:
     """compile + run + score + report in one command."""
     from . import api
 
+    check_format(fmt)
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                           overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []),
                           text_only=text_only, executor=executor, ray_address=ray_address,
                           check_version=not no_version_check)
+    if fmt == "json":
+        echo_json({"manifest": result.manifest_dir, "run": result.run_dir, "report": result.report_path,
+                   "scores": result.scores})
+        return
     typer.echo(result.report_path.read_text())
     typer.echo(f"report: {result.report_path}")
 
@@ -290,21 +370,30 @@ def evaluate(spec: SpecArg,
 def lock(specs: Annotated[list[Path] | None, typer.Argument(help="specs (default: specs/**/*.toml)")] = None,
          check: Annotated[bool, typer.Option("--check", help="fail if a committed lock is out of date")] = False,
          generated: Annotated[Path, typer.Option("--generated")] = Path("generated"),
-         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE) -> None:
+         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, fmt: OutputFormat = "text") -> None:
     """Write (or --check) the committed lock files of specs under generated/."""
     from . import api
     from .compiler.errors import CheckFailed
 
+    check_format(fmt)
     paths = specs or sorted(Path("specs").rglob("*.toml"))
     failed = []
+    done: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as work:
         for spec in paths:
             if check:
                 problems = api.check_lock(spec, generated, cache, Path(work), store)
                 failed += problems
-                typer.echo(f"{'FAIL' if problems else 'ok'}: {spec}")
+                done.append({"spec": spec, "ok": not problems, "problems": [p.render() for p in problems]})
+                if fmt == "text":
+                    typer.echo(f"{'FAIL' if problems else 'ok'}: {spec}")
             else:
-                typer.echo(f"wrote {api.write_lock(spec, generated, cache, Path(work), store)}")
+                wrote = api.write_lock(spec, generated, cache, Path(work), store)
+                done.append({"spec": spec, "wrote": wrote})
+                if fmt == "text":
+                    typer.echo(f"wrote {wrote}")
+    if fmt == "json":
+        echo_json(done)
     if failed:
         raise CheckFailed(failed)
 
@@ -413,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _offline_environment()
     try:
-        result = app(args=argv, standalone_mode=False)
+        result = app(args=argv, prog_name="benchc", standalone_mode=False)
         if result == 130:  # typer turns KeyboardInterrupt into Exit(130)
             _say(INTERRUPTED)
         return result if isinstance(result, int) else 0
@@ -429,9 +518,14 @@ def main(argv: list[str] | None = None) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt):
         _say(INTERRUPTED)
         return 130
-    except USAGE_ERRORS as exc:
-        exc.show()
+    except USAGE_ERRORS as exc:  # a missing option, an unknown command or flag, a bad value
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `benchc` alone (or a group): its help
+            exc.show()
+        else:
+            _say(usage_error_text(exc))
         return 2 if exc.exit_code in (1, 2) else exc.exit_code
+    finally:
+        reset_logging()
 
 
 ENVIRONMENT_EXIT = 2

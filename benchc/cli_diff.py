@@ -12,10 +12,10 @@ from typing import Annotated
 
 import typer
 
+from .cli_common import DEFAULT_CACHE, DEFAULT_STORE
+
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="text, markdown or json")]
 ExamplesOpt = Annotated[int, typer.Option("--examples", "-n", min=0, help="examples shown per kind of change")]
-DEFAULT_CACHE = Path(".benchc/cache")
-DEFAULT_STORE = Path(".benchc/store")
 
 
 def _check_format(fmt: str) -> str:

@@ -9,8 +9,7 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_CACHE = Path(".benchc/cache")
-DEFAULT_STORE = Path(".benchc/store")
+from .cli_common import DEFAULT_CACHE, DEFAULT_STORE, OutputFormat, check_format, echo_json
 
 
 def register(app: typer.Typer) -> None:
@@ -27,11 +26,13 @@ def register(app: typer.Typer) -> None:
                                                           "(re-scored), e.g. --by color")] = None,
             max_groups: Annotated[int, typer.Option("--max-groups", min=0, help="groups in the item browser")] = 100,
             no_browser: Annotated[bool, typer.Option("--no-browser", help="leave the item browser out")] = False,
+            fmt: OutputFormat = "text",
     ) -> None:
         """Write a run's report folder: tables (Markdown, LaTeX, CSV), figures (PNG, SVG), and
         index.html with an item browser showing each group's media, prompts, responses and scores."""
         from benchc import api
 
+        check_format(fmt)
         result = api.report_folder(run_dir, out, cache_dir=cache, store_dir=store, manifest_dir=manifest,
                                    by=by or [], max_groups=max_groups, browser="off" if no_browser else "on")
         kinds = {}
@@ -41,6 +42,10 @@ def register(app: typer.Typer) -> None:
         media = result.folder / "media"
         if media.is_dir():
             kinds["media"] = sum(1 for _ in media.iterdir())
+        if fmt == "json":
+            echo_json({"folder": result.folder, "index": result.folder / "index.html", "files": sorted(result.files),
+                       "counts": kinds})
+            return
         typer.echo(", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())) + f" -> {result.folder}")
         typer.echo(f"open {result.folder / 'index.html'}")
 
@@ -51,13 +56,21 @@ def register(app: typer.Typer) -> None:
                                                   "into the paper file")] = False,
             make: Annotated[bool, typer.Option("--make/--no-make", help="compile and run, from its [run.make], "
                                                "each run whose folder is missing")] = True,
+            fmt: OutputFormat = "text",
     ) -> None:
         """Regenerate a paper's tables and figures from its pinned runs (re-scored from their
         responses and manifests) and check them against the hashes recorded in the paper file;
         any difference fails (exit 1) and says which artifact and which cells changed."""
         from benchc import api
 
+        check_format(fmt)
         result = api.reproduce(paper, record=record, check=False, make=make)
+        if fmt == "json":  # then the check: drift still fails (exit 1), its message on stderr
+            echo_json({"paper": paper, "output": result.output, "recorded": result.recorded, "made": result.made,
+                       "files": result.files, "status": result.status, "drift": result.drift,
+                       "ok": not result.drift})
+            api.check_reproduction(result, paper)
+            return
         for run_id in result.made:
             typer.echo(f"made run {run_id!r} from its [run.make] (compiled and run)")
         if record and not result.drift:

@@ -265,10 +265,10 @@ def _cell(value: Any) -> str:
 
 def index_text(item: str, group: str, manifest: Manifest, kind: str, entries: list[Entry],
                shown: list[str], files: list[str], note: str | None) -> str:
-    bench = manifest.lock.get("benchmark", {})
+    bench = manifest.locked.benchmark
     count = sum(e.item_id is not None for e in entries)
     lines = [f"# Preview of `{item}`", "",
-             f"{bench.get('name')} {bench.get('version')}, group `{group}`: {count} item(s) of kind {kind}.",
+             f"{bench.name} {bench.version}, group `{group}`: {count} item(s) of kind {kind}.",
              f"Attributes that vary across the group: {', '.join(shown) or 'none'}.", ""]
     if kind == "image":
         lines += [f"Tiles of `{SHEET_FILE}` in reading order, numbered as below.", ""]

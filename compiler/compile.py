@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .artifacts import ItemRow, Lock, LockBenchmark, LockSource, LockSourceFile, SelectLock
 from .atomic import make_staging_dir, remove_stale_staging, replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, SEED_RECIPE_VERSION, canonical_json, digest
+from ..defaults import DEFAULT_CACHE
 from .cas import ContentStore
 from .errors import BenchcError, Problem, SpecError, SourceError
-from .expand import Variant, expand
+from .expand import Progress, Variant, expand
 from .ops.base import library_versions
 from .model_steps import ModelClient, ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, Manifest, ManifestModifiedError, check_output_dir,
@@ -47,7 +49,7 @@ ALWAYS_TRACKED = ("benchc", "jinja2", "numpy", "pillow")
 
 @dataclass
 class CompileOptions:
-    cache_dir: Path = Path(".benchc/cache")
+    cache_dir: Path = DEFAULT_CACHE
     data_roots: list[Path] = field(default_factory=list)
     workers: int = 1
     overrides: list[str] = field(default_factory=list)
@@ -61,6 +63,8 @@ class CompileOptions:
     """Refuse a compile whose op outputs are estimated above this many bytes (None:
     $BENCHC_MAX_OUTPUT_GB gigabytes, else DEFAULT_MAX_OUTPUT_BYTES)."""
     notify: Callable[[str], None] | None = None
+    progress: Progress | None = None
+    """Told (node id, op tasks done, tasks of the node) as op tasks finish (a progress bar)."""
     """Where the scale estimate of a large compile is said before work starts (None: stderr)."""
 
 
@@ -68,6 +72,7 @@ class CompileOptions:
 class CompileResult:
     manifest_dir: Path
     lock: dict[str, Any]
+    """lock.json's JSON value (``locked``: its typed model)."""
     memo_hit: bool
     ops_run: int = 0
     model_prompts: int = 0
@@ -78,6 +83,10 @@ class CompileResult:
     """Distinct requests among them, and how many of those a model answered (the rest came from
     the response store): set by callers that know their client (``benchc.api.compile``)."""
     model_calls: int | None = None
+
+    @property
+    def locked(self) -> Lock:
+        return Lock.model_validate(self.lock)
 
 
 def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOptions | None = None) -> CompileResult:
@@ -250,7 +259,7 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
         counts.selected = len(records)
         counts.refuse_if_empty(len(records), "select")
     expansion = expand(resolved.nodes, records, seed, store, options.workers,
-                       tuple(data_roots(loaded, options)), models)
+                       tuple(data_roots(loaded, options)), models, options.progress)
     if resolved.sinks:
         finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
         counts.refuse_if_empty(len(finals), "node", expansion.dropped)
@@ -261,12 +270,12 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
         rows = [_item_row(resolved, r, None, known) for r in records]
     rows.sort(key=lambda row: row["item_id"])
     check_metric_attrs(resolved, rows)
-    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins)
+    chosen = None
     if selection is not None:
         assert select_pins is not None  # pinned with resolved.select
-        lock["select"] = selection.lock(select_pins)
-        return rows, lock, expansion.ops_run + selection.ops_run
-    return rows, lock, expansion.ops_run
+        chosen = SelectLock.model_validate(selection.lock(select_pins))
+    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins, chosen)
+    return rows, lock.to_json(), expansion.ops_run + (selection.ops_run if selection is not None else 0)
 
 
 @dataclass
@@ -443,20 +452,20 @@ def _item_row(resolved: Resolved, record: Record, variant: Variant | None,
     prompt = _render(resolved, resolved.template, "prompt.template", context, item_id)
     system = (_render(resolved, resolved.system_template, "prompt.system", context, item_id)
               if resolved.system_template else None)
-    return {
-        "item_id": item_id,
-        "group_id": record.id,
-        "record_id": record.id,
-        "record_digest": record.digest,
-        "node": variant.node_id if variant else "",
-        "attrs": canonical_json(attrs),
-        "system": system,
-        "prompt": prompt,
-        "text": value.text if value is not None and value.kind == "text" else None,
-        "media": canonical_json(_media(record, value)),
-        "targets": canonical_json(_targets(resolved, record, _target_context(context, known_attrs))),
-        "lineage": canonical_json(list(variant.lineage) if variant else []),
-    }
+    return ItemRow(
+        item_id=item_id,
+        group_id=record.id,
+        record_id=record.id,
+        record_digest=record.digest,
+        node=variant.node_id if variant else "",
+        attrs=canonical_json(attrs),
+        system=system,
+        prompt=prompt,
+        text=value.text if value is not None and value.kind == "text" else None,
+        media=canonical_json(_media(record, value)),
+        targets=canonical_json(_targets(resolved, record, _target_context(context, known_attrs))),
+        lineage=canonical_json(list(variant.lineage) if variant else []),
+    ).model_dump()
 
 
 def _render(resolved: Resolved, template: Any, key: str, context: dict[str, Any], item_id: str) -> str:
@@ -513,29 +522,31 @@ def _targets(resolved: Resolved, record: Record, context: dict[str, Any]) -> dic
 
 def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records: list[Record],
           rows: list[dict[str, Any]], dropped: dict[str, dict[str, int]],
-          model_pins: dict[str, Any]) -> dict[str, Any]:
+          model_pins: dict[str, Any], select: SelectLock | None = None) -> Lock:
     spec = loaded.spec
-    return {
-        "lock_version": LOCK_VERSION,
-        "manifest_schema": MANIFEST_SCHEMA_VERSION,
-        "hash_recipe": HASH_RECIPE_VERSION,
-        "benchmark": {"name": spec.benchmark.name, "version": spec.benchmark.version,
-                      "seed": spec.benchmark.seed},
-        "spec_digest": spec_digest(resolved),
-        "source": {
-            "loader": resolved.source.name, "loader_version": resolved.source.version,
-            "digest": source_digest(source),
-            "files": [{"path": f.path, "sha256": f.sha256, "rows": f.rows} for f in source.files],
-            "records": len(source.records), "selected": len(records),
-            "skipped_rows": len(source.skipped),
-        },
-        "ops": _op_versions(resolved),
-        "libraries": _library_versions(resolved),
-        "dropped": dropped,
-        "model_steps": model_pins,
-        "item_count": len(rows),
-        "manifest_digest": manifest_digest(rows),
-    }
+    chosen = {} if select is None else {"select": select}  # absent, not null, without [select]
+    return Lock(
+        lock_version=LOCK_VERSION,
+        manifest_schema=MANIFEST_SCHEMA_VERSION,
+        hash_recipe=HASH_RECIPE_VERSION,
+        benchmark=LockBenchmark(name=spec.benchmark.name, version=spec.benchmark.version,
+                                seed=spec.benchmark.seed),
+        spec_digest=spec_digest(resolved),
+        source=LockSource(
+            loader=resolved.source.name, loader_version=resolved.source.version,
+            digest=source_digest(source),
+            files=[LockSourceFile(path=f.path, sha256=f.sha256, rows=f.rows) for f in source.files],
+            records=len(source.records), selected=len(records),
+            skipped_rows=len(source.skipped),
+        ),
+        ops=_op_versions(resolved),
+        libraries=_library_versions(resolved),
+        dropped=dropped,
+        model_steps=model_pins,
+        item_count=len(rows),
+        manifest_digest=manifest_digest(rows),
+        **chosen,
+    )
 
 
 def _copy_dir(src: Path, dst: Path) -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +36,12 @@ from .ops import OPS, ModelOp, OpContext, OpOutput
 from .resolve import ResolvedNode
 from .seeds import derive_seed, rng_for
 from .values import Record, Value
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+"""Told (node id, tasks done, tasks of the node) as a node's op tasks finish: a progress bar's
+feed. It only watches: what is computed and in which order does not depend on it."""
 
 
 @dataclass(frozen=True)
@@ -198,8 +206,8 @@ class Expansion:
 
 
 def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
-              roots: tuple[Path, ...] = (), models: ModelSteps | None = None
-              ) -> tuple[list[Variant], int, dict[str, int]]:
+              roots: tuple[Path, ...] = (), models: ModelSteps | None = None,
+              progress: Progress | None = None) -> tuple[list[Variant], int, dict[str, int]]:
     """Answer tasks from the node cache, run the misses; returns the kept variants, the op runs
     and the count of dropped variants per reason."""
     cached = store.lookup_nodes(t.key for t in tasks)
@@ -208,7 +216,7 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
         assert models is not None  # plan_node needed it for the keys
         fresh = _run_model_tasks(missing, store, roots, models)
     else:
-        fresh = _execute(missing, store, workers, roots)
+        fresh = _execute(missing, store, workers, roots, progress)
     if fresh:
         store.sync()  # the media the ops wrote, before the rows that point at them
         store.store_nodes(fresh)
@@ -218,21 +226,36 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
     return kept, len(missing), dict(sorted(dropped.items()))
 
 
-def _execute(tasks: list[NodeTask], store: ContentStore, workers: int,
-             roots: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+def _execute(tasks: list[NodeTask], store: ContentStore, workers: int, roots: tuple[Path, ...],
+             progress: Progress | None = None) -> dict[str, dict[str, Any]]:
     args = [(str(store.root), type(t.node.op).__module__, t.node.op.name, t.params, t.seed, t.record,
              t.input_value, t.node.where, roots) for t in tasks]
     if workers <= 1 or len(tasks) < 2:
-        results = [_run_task(*a) for a in args]
+        results = _counted((_run_task(*a) for a in args), tasks, progress)
     else:
         with process_pool(workers, ["benchc.compiler.expand"], _limit_threads,
                           (max(1, (os.cpu_count() or 1) // workers),)) as pool:
             try:
-                results = list(pool.map(_run_task, *zip(*args), chunksize=_chunk_size(len(args), workers)))
+                mapped = pool.map(_run_task, *zip(*args), chunksize=_chunk_size(len(args), workers))
+                results = _counted(mapped, tasks, progress)
             except BaseException:  # Ctrl-C: drop the chunks not started; what ran is lost, not half-written
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     return {t.key: r for t, r in zip(tasks, results)}
+
+
+def _counted(results: Any, tasks: list[NodeTask], progress: Progress | None) -> list[dict[str, Any]]:
+    """The results, in task order, with ``progress`` told as they come in."""
+    if progress is None or not tasks:
+        return list(results)
+    out: list[dict[str, Any]] = []
+    node = tasks[0].node.id
+    step = max(1, len(tasks) // 200)
+    for result in results:
+        out.append(result)
+        if len(out) % step == 0 or len(out) == len(tasks):
+            progress(node, len(out), len(tasks))
+    return out
 
 
 MAX_CHUNK = 32
@@ -305,10 +328,12 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
 
 
 def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, store: ContentStore,
-           workers: int = 1, roots: tuple[Path, ...] = (), models: ModelSteps | None = None) -> Expansion:
+           workers: int = 1, roots: tuple[Path, ...] = (), models: ModelSteps | None = None,
+           progress: Progress | None = None) -> Expansion:
     """Run every node over every record (and over every kept variant of its input node)."""
     result = Expansion()
-    for node in nodes:
+    for index, node in enumerate(nodes, 1):
+        started = time.monotonic()
         tasks: list[NodeTask] = []
         if node.input in result.by_node:
             for upstream in result.by_node[node.input]:
@@ -316,7 +341,9 @@ def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, sto
         else:
             for record in records:
                 tasks += plan_node(node, spec_seed, record, None, models)
-        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models)
+        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models, progress)
+        log.info("node %d/%d %s (%s): %d task(s), %d computed, %d dropped, %.1f s", index, len(nodes), node.id,
+                 node.op.name, len(tasks), ran, sum(dropped.values()), time.monotonic() - started)
         result.ops_run += ran
         if dropped:
             result.dropped[node.id] = dropped

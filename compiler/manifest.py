@@ -20,12 +20,15 @@ import hashlib
 import json
 import shutil
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import ValidationError
 
+from .artifacts import Lock
 from .atomic import make_staging_dir, publish_dir_if_absent, replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, canonical_json, digest
 from .cas import IntegrityError
@@ -99,9 +102,10 @@ def write_manifest(out_dir: Path, rows: list[dict[str, Any]], lock: dict[str, An
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def lock_text(lock: dict[str, Any]) -> str:
+def lock_text(lock: Lock | dict[str, Any]) -> str:
     """Locks are committed to git: pretty-printed, but with sorted keys so the bytes are stable."""
-    return json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    value = lock.to_json() if isinstance(lock, Lock) else lock
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 class ManifestModifiedError(IntegrityError):
@@ -115,9 +119,17 @@ RECOMPILE = "recompile the spec (`benchc compile SPEC -o DIR`)"
 class Manifest:
     root: Path
     lock: dict[str, Any]
+    """lock.json's JSON value, as read (what ``lock_text`` writes back byte for byte); readers
+    use ``locked``, its typed model."""
     spec: dict[str, Any]
     frame: pl.DataFrame | None = field(default=None, compare=False, repr=False)
     """The items table as read and checked against the lock (``verify_manifest``), or None."""
+
+    @cached_property
+    def locked(self) -> Lock:
+        """The lock as its typed model (``compiler.artifacts.Lock``); a lock that does not fit it
+        is a ``ManifestModifiedError`` (``verify_manifest`` checks it too)."""
+        return _lock_model(self)
 
     @property
     def items_path(self) -> Path:
@@ -190,7 +202,18 @@ def verify_manifest(manifest: Manifest, frame: pl.DataFrame | None = None) -> Ma
         raise _modified(manifest, f"{LOCK_FILE} is not the file compile wrote (not in benchc's form)")
     if spec_raw != canonical_json(spec) + "\n":
         raise _modified(manifest, f"{SPEC_FILE} is not the file compile wrote (not canonical JSON)")
-    return replace(manifest, frame=frame)
+    checked = replace(manifest, frame=frame)
+    checked.locked  # noqa: B018 -- a lock that does not fit the Lock model is refused here
+    return checked
+
+
+def _lock_model(manifest: Manifest) -> Lock:
+    try:
+        return Lock.model_validate(manifest.lock)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "(top)"
+        raise _modified(manifest, f"its {LOCK_FILE} does not fit the lock schema: {where}: {error['msg']}") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -39,6 +39,7 @@ from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.metrics import METRIC_SCHEMAS
 
 from .answers import extract, is_correct
+from .artifacts import RunRecord
 
 from .runfolder import manifest_items, read_json, read_responses, read_run_record
 from .score import SCORES_FILE, run_manifest_of
@@ -51,7 +52,7 @@ EXAMPLE_CHARS = 120
 @dataclass
 class RunSide:
     label: str
-    record: dict[str, Any]
+    record: RunRecord
     spec: Any
     manifest: Any
     items: pl.DataFrame
@@ -258,8 +259,9 @@ def _measure(name: str, paired: pl.DataFrame, resamples: int, seed: int, example
 
 
 def _side_json(side: RunSide, stage: str) -> dict[str, Any]:
-    return {"label": side.label, "model": side.record.get("model"), "benchmark": side.record.get("benchmark"),
-            "manifest_digest": side.record.get("manifest_digest"), "stage": stage, "items": side.items.height}
+    bench = side.record.benchmark
+    return {"label": side.label, "model": side.record.model, "benchmark": None if bench is None else bench.to_json(),
+            "manifest_digest": side.record.manifest_digest, "stage": stage, "items": side.items.height}
 
 
 def _short(text: Any) -> Any:
@@ -268,7 +270,7 @@ def _short(text: Any) -> Any:
 
 def _content_changes(a: RunSide, b: RunSide) -> dict[str, Any] | None:
     """For runs of two manifests: the paired items whose manifest row changed, by cause."""
-    if a.record.get("manifest_digest") == b.record.get("manifest_digest"):
+    if a.record.manifest_digest == b.record.manifest_digest:
         return None
     from benchc.compiler.diff import lock_changes, signals_of, spec_changes
     from benchc.compiler.diff_items import item_diff

@@ -38,13 +38,14 @@ from benchc.compiler.errors import BackendError, Problem, RunError
 from benchc.compiler.pools import process_pool
 from benchc.compiler.spec.models import Generation
 
+from ..defaults import DEFAULT_CACHE
 from .backends import Backend, BackendSpec, Request, Response, make_backend
 from .backends.base import BatchFailures, RequestFailure, count_kinds, first_of_each_kind
 from .store import Claims, ResponseStore
 
 log = logging.getLogger(__name__)
 
-CACHE_HINT = "pass the --cache the manifest was compiled with (default .benchc/cache)"
+CACHE_HINT = f"pass the --cache the manifest was compiled with (default {DEFAULT_CACHE})"
 RESUME_HINT = "rerun the same command to resume: the answers already stored are not asked again"
 EXECUTORS = ("local", "ray")
 WAIT_POLL = 0.5

@@ -48,12 +48,14 @@ from typing import Any
 import polars as pl
 
 from benchc import __version__
+from benchc.compiler.artifacts import Lock
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_text_atomic
 from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.metrics import METRIC_SCHEMAS
 from benchc.compiler.spec.models import Spec
 
 from .answers import extract, is_correct
+from .artifacts import RunRecord
 from .metrics.base import target_value
 from .runfolder import manifest_items, read_responses, read_run_record
 from .score import SCORES_FILE, run_manifest_of
@@ -101,9 +103,9 @@ def export_lm_eval(run_dir: Path, scores: dict[str, Any], manifest_dir: Path | N
     manifest, spec = run_manifest_of(run_dir, record, manifest_dir)
     items, responses = manifest_items(manifest), read_responses(run_dir, record)
     stage = _samples_stage(spec)
-    samples_name = f"samples_{sanitized(manifest.lock['benchmark']['name'])}.jsonl"
+    samples_name = f"samples_{sanitized(manifest.locked.benchmark.name)}.jsonl"
     samples_text = "".join(_dumps(s) + "\n" for s in _samples(spec, items, responses, stage))
-    results = _results(scores, spec, manifest.lock, record, _scores_sha256(run_dir), samples_name,
+    results = _results(scores, spec, manifest.locked, record, _scores_sha256(run_dir), samples_name,
                        hash_string(samples_text), stage)
     folder = run_dir / EXPORT_DIR
     staging = make_staging_dir(folder)
@@ -178,9 +180,9 @@ def _n_samples(row: dict[str, Any], default: int) -> dict[str, int]:
     return {"original": count, "effective": count}
 
 
-def _results(scores: dict[str, Any], spec: Spec, lock: dict[str, Any], record: dict[str, Any], scores_sha: str,
+def _results(scores: dict[str, Any], spec: Spec, lock: Lock, record: RunRecord, scores_sha: str,
              samples_name: str, samples_hash: str, stage: str) -> dict[str, Any]:
-    bench = lock["benchmark"]
+    bench = lock.benchmark.to_json()
     filt = filter_name(spec)
     out: dict[str, Any] = {key: {} for key in ("results", "groups", "group_subtasks", "configs", "versions",
                                                 "n-shot", "higher_is_better", "n-samples", "task_hashes")}
@@ -222,31 +224,31 @@ def _task_config(task: str, spec: Spec, metric: dict[str, Any], declared: Any, r
                          "split": {c: row.get(c) for c in labels}, "stage": params.get("stage") or stage}}
 
 
-def _started(record: dict[str, Any]) -> float | None:
+def _started(record: RunRecord) -> float | None:
     """run.json's ``started`` (UTC, ISO 8601) as lm-eval's ``date`` (seconds since the epoch)."""
-    started = record.get("started")
+    started = record.started
     try:
         return float(timegm(strptime(started, "%Y-%m-%dT%H:%M:%SZ"))) if isinstance(started, str) else None
     except ValueError:
         return None
 
 
-def _run_config(spec: Spec, record: dict[str, Any], scores: dict[str, Any], lock: dict[str, Any], scores_sha: str,
+def _run_config(spec: Spec, record: RunRecord, scores: dict[str, Any], lock: Lock, scores_sha: str,
                 samples_name: str, filt: str, stage: str) -> dict[str, Any]:
-    model = record.get("model") or ("imported" if record.get("imported") else "unknown")
+    model = record.model or ("imported" if record.imported else "unknown")
     bootstrap = next((m.params.get("bootstrap") for m in spec.metric if "bootstrap" in m.params), None)
-    seconds = record.get("seconds")
+    seconds = record.seconds
     return {
-        "config": {"model": model, "model_args": _dumps(record.get("backends") or {}), "batch_size": None,
+        "config": {"model": model, "model_args": _dumps(record.backends), "batch_size": None,
                    "batch_sizes": [], "device": None, "use_cache": None, "limit": None,
                    "bootstrap_iters": bootstrap, "gen_kwargs": _generation(spec),
                    "random_seed": spec.benchmark.seed, "numpy_seed": None, "torch_seed": None, "fewshot_seed": None},
         "git_hash": None, "date": _started(record), "model_name": model, "model_name_sanitized": sanitized(model),
         "total_evaluation_time_seconds": str(seconds) if seconds is not None else None,
-        "benchc": {"version": __version__, "benchmark": lock["benchmark"], "manifest_digest": lock["manifest_digest"],
-                   "spec_digest": lock.get("spec_digest"), "scores_sha256": scores_sha, "samples_file": samples_name,
-                   "filter": filt, "samples_stage": stage, "responses_sha256": record.get("responses_sha256"),
-                   "imported": record.get("imported"),
+        "benchc": {"version": __version__, "benchmark": lock.benchmark.to_json(),
+                   "manifest_digest": lock.manifest_digest, "spec_digest": lock.spec_digest, "scores_sha256": scores_sha, "samples_file": samples_name,
+                   "filter": filt, "samples_stage": stage, "responses_sha256": record.responses_sha256,
+                   "imported": record.imported,
                    "per_sample_metrics": sorted({m.name for m in spec.metric if m.name in PER_SAMPLE}),
                    "values": "as in scores.json: rates in percent (0-100)"},
     }

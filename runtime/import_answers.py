@@ -53,6 +53,7 @@ from benchc.compiler.manifest import Manifest
 from benchc.compiler.metrics import METRIC_SCHEMAS
 from benchc.compiler.spec.models import Spec, Stage
 
+from .artifacts import RunRecord
 from .answer_files import (
     EXAMPLES,
     FORMATS,
@@ -310,7 +311,7 @@ def import_answers(manifest_dir: Path, answers_path: Path, run_dir: Path, option
     frame = _responses(found, missing, source["source_sha256"])
     record = _record(manifest, options, stages, expected, found, missing, items.height, source)
     write_run_folder(Path(run_dir), frame, record)
-    return ImportResult(Path(run_dir), manifest.lock["benchmark"], manifest.lock["manifest_digest"], parsed.format,
+    return ImportResult(Path(run_dir), manifest.locked.benchmark.to_json(), manifest.locked.manifest_digest, parsed.format,
                         options.key, items.height, len(found.answers), total, len(missing), found.repeats,
                         len(found.unmatched), stages)
 
@@ -333,8 +334,8 @@ def _source_facts(path: Path, parsed: ParsedFile, options: ImportOptions, found:
             "identical_repeats": found.repeats, "unmatched_ignored": len(found.unmatched),
             "missing": len(missing), "missing_examples": [_slot_name(m, len(stages) > 1) for m in missing[:10]],
             "allow_missing": options.allow_missing, "stages": stages,
-            "checked_against": {"manifest_digest": manifest.lock["manifest_digest"],
-                                "spec_digest": manifest.lock.get("spec_digest")}}
+            "checked_against": {"manifest_digest": manifest.locked.manifest_digest,
+                                "spec_digest": manifest.locked.spec_digest}}
 
 
 def _response_key(source_sha256: str, slot: tuple[str, str, int], missing: bool = False) -> str:
@@ -362,15 +363,15 @@ def _record(manifest: Manifest, options: ImportOptions, stages: list[str], expec
         outcomes.append({"stage": stage, "backend": IMPORTED, "requests": items * expected[stage], "cached": 0,
                          "ran": 0, "imported": answered, "missing": sum(1 for m in missing if m[1] == stage)})
     return {"benchc": __version__, "manifest": str(Path(manifest.root).resolve()),
-            "benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
-            "spec_digest": manifest.lock.get("spec_digest"), "model": options.model, "stages": outcomes,
+            "benchmark": manifest.locked.benchmark.to_json(), "manifest_digest": manifest.locked.manifest_digest,
+            "spec_digest": manifest.locked.spec_digest, "model": options.model, "stages": outcomes,
             "backends": {stage: fingerprint for stage in stages}, "executor": IMPORTED, "imported": source}
 
 
-def import_notes(record: dict[str, Any]) -> list[str]:
+def import_notes(record: RunRecord) -> list[str]:
     """The lines a scored import carries into scores.json (and so into its report): where its
     answers came from, and how many were missing."""
-    source = record.get("imported")
+    source = record.imported
     if not isinstance(source, dict):
         return []
     name = Path(str(source.get("source", "?"))).name

@@ -27,6 +27,8 @@ from typing import Any, Literal
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_bytes_atomic
 from benchc.compiler.errors import BenchcError, Problem, RunError
 
+from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
+from .artifacts import RunRecord
 from .report_tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer,
                             markdown_table, md_escape, metric_slugs, row_keys, row_label, run_tables, slugify,
                             value_columns)
@@ -81,8 +83,8 @@ def write_report(run_dir: Path, **options: Any) -> Path:
     return build_report(Path(run_dir), **options).markdown
 
 
-def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path = Path(".benchc/cache"),
-                 store_dir: Path = Path(".benchc/store"), manifest_dir: Path | None = None,
+def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path = DEFAULT_CACHE,
+                 store_dir: Path = DEFAULT_STORE, manifest_dir: Path | None = None,
                  by: Sequence[str] = (), max_groups: int = DEFAULT_MAX_GROUPS, browser: Browser = "auto",
                  digits: int = 2) -> ReportResult:
     """``browser="auto"`` leaves the item browser out (saying why on the page) when the run's
@@ -267,7 +269,7 @@ def _write_artifacts(folder: Path, parts: list[Part]) -> list[str]:
     return files
 
 
-def _browser(run_dir: Path, manifest_dir: Path | None, record: dict[str, Any], manifest: Any, folder: Path,
+def _browser(run_dir: Path, manifest_dir: Path | None, record: RunRecord, manifest: Any, folder: Path,
              cache_dir: Path, store_dir: Path, max_groups: int, strict: bool) -> tuple[Any, str | None]:
     from .report_html import MediaCopier, browser_data, check_media, load_run_items
     from .report_scoring import group_scores
@@ -276,7 +278,7 @@ def _browser(run_dir: Path, manifest_dir: Path | None, record: dict[str, Any], m
         items, responses = load_run_items(run_dir, record, manifest)
         shown = list(dict.fromkeys(items["group_id"].to_list()))[:max_groups]
         scores = group_scores(run_dir, manifest_dir, shown, (cache_dir, store_dir))
-        stages = [s.get("stage") for s in record.get("stages", []) if isinstance(s, dict)]
+        stages = [s.stage for s in record.stages]
         copier = MediaCopier(folder, Path(cache_dir), Path(store_dir))
         data = browser_data(items, responses, stages, scores, copier, max_groups)
         if strict:
@@ -291,7 +293,7 @@ def _browser(run_dir: Path, manifest_dir: Path | None, record: dict[str, Any], m
         return None, f"the items cannot be shown: {exc.render()}"
 
 
-def _page(scores: dict[str, Any], record: dict[str, Any] | None, parts: list[Part], browser: Any,
+def _page(scores: dict[str, Any], record: RunRecord | None, parts: list[Part], browser: Any,
           note: str | None, footer: list[str]) -> str:
     from .report_html import Section, render_page
 
@@ -300,9 +302,8 @@ def _page(scores: dict[str, Any], record: dict[str, Any] | None, parts: list[Par
     summary = [("benchmark", f"{bench['name']} {bench['version']}"), ("model", str(scores.get("model"))),
                ("items", str(scores["items"]))] + ([("groups", str(groups))] if groups is not None else []) + [
                ("manifest", scores["manifest_digest"])]
-    if record and isinstance(record.get("stages"), list):
-        summary.append(("stages", ", ".join(f"{s.get('stage')}: {s.get('backend')}" for s in record["stages"]
-                                            if isinstance(s, dict))))
+    if record is not None:
+        summary.append(("stages", ", ".join(f"{s.stage}: {s.backend}" for s in record.stages)))
     sections = [Section(p.title, p.tables, [(f"plots/{f.name}.svg", f.data.title) for f in p.figures], p.notes)
                 for p in parts]
     return render_page(f"{bench['name']} {bench['version']}", summary, sections, browser, note, footer)

@@ -22,6 +22,7 @@ import polars as pl
 
 from benchc.compiler.errors import Problem, RunError
 
+from .artifacts import RunRecord
 from .report_tables import Table, format_cell
 from .runfolder import read_responses
 
@@ -104,7 +105,7 @@ def _score_block(metric: dict[str, Any]) -> dict[str, Any]:
             "rows": [[format_cell(row.get(c), 2) for c in columns] for row in metric["rows"]]}
 
 
-def load_run_items(run_dir: Path, record: dict[str, Any], manifest: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
+def load_run_items(run_dir: Path, record: RunRecord, manifest: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
     from .runfolder import manifest_items
 
     return manifest_items(manifest), read_responses(run_dir, record)

@@ -29,6 +29,7 @@ import polars as pl
 
 from benchc.compiler.manifest import Manifest
 
+from .artifacts import RunRecord
 from .runfolder import RESPONSES_FILE, RUN_FILE, manifest_items, read_responses, read_run_record
 from .score import run_manifest_of, score_run
 
@@ -36,7 +37,7 @@ GROUP_ATTR = "__group__"
 Media = tuple[Path | None, Path | None]  # the run's compile cache and response store
 
 
-def run_manifest(run_dir: Path, manifest_dir: Path | None = None) -> tuple[dict[str, Any], Manifest, Any]:
+def run_manifest(run_dir: Path, manifest_dir: Path | None = None) -> tuple[RunRecord, Manifest, Any]:
     """(run record, manifest, spec) of a run; the manifest is checked against the record's
     digest and the responses against the record's sha256, so that errors name the run's own
     files rather than the scratch copies scored later."""

@@ -40,6 +40,8 @@ from typing import Any
 from benchc import __version__
 from benchc.compiler.canonical import digest
 
+from .artifacts import RunRecord
+
 # provenance ---------------------------------------------------------------------------------
 
 
@@ -55,10 +57,10 @@ class Provenance:
     known_backends: bool = True
 
     @classmethod
-    def of(cls, scores: dict[str, Any], record: dict[str, Any] | None = None,
+    def of(cls, scores: dict[str, Any], record: RunRecord | None = None,
            label: str | None = None) -> Provenance:
         bench = scores.get("benchmark") or {}
-        fingerprints = (record or {}).get("backends")
+        fingerprints = record.backends if record is not None and "backends" in record.model_fields_set else None
         backends: tuple[tuple[str, str, str], ...] = ()
         if isinstance(fingerprints, dict):
             backends = tuple((str(stage), str(fp.get("backend", "?")) if isinstance(fp, dict) else "?",

@@ -58,6 +58,7 @@ from benchc.compiler.errors import BenchcError, CheckFailed, Problem
 from benchc.compiler.registry import did_you_mean
 from benchc.compiler.spec.locate import index_lines, line_of
 
+from .artifacts import RunRecord
 from .report_plots import normalized, render
 from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
 from .report_tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunScores, Table, footer_lines,
@@ -356,7 +357,7 @@ class RunContext:
     config: PaperRun
     run_dir: Path
     manifest_dir: Path | None
-    record: dict[str, Any]
+    record: RunRecord
     manifest: Any
     media: tuple[Path | None, Path | None] = (None, None)
     scores: dict[Any, dict[str, Any]] = field(default_factory=dict)
@@ -416,14 +417,14 @@ def _open_runs(loaded: PaperFile) -> tuple[list[RunContext], list[Drift]]:
             key = f"run[{index}].manifest" if config.manifest and "manifest" in exc.render() else f"run[{index}].path"
             raise BenchcError([loaded.problem(key, f"run {config.id!r}: {p.message}" + _where(p), p.hint)
                                for p in exc.problems]) from None
-        bench = manifest.lock.get("benchmark", {})
+        bench = manifest.locked.benchmark
         key = f"run[{index}]"
-        if (bench.get("name"), str(bench.get("version"))) != (config.spec, config.version):
-            drift.append(Drift(f"run {config.id}", key, f"run {config.id!r} is a run of {bench.get('name')} "
-                               f"{bench.get('version')}, but the paper pins {config.spec} {config.version}", pin=True,
+        if (bench.name, bench.version) != (config.spec, config.version):
+            drift.append(Drift(f"run {config.id}", key, f"run {config.id!r} is a run of {bench.name} "
+                               f"{bench.version}, but the paper pins {config.spec} {config.version}", pin=True,
                                hint="point the run's path at a run of the pinned spec version, or change the pin"))
         recorded = loaded.paper.recorded.runs.get(config.id)
-        digest = manifest.lock["manifest_digest"]
+        digest = manifest.locked.manifest_digest
         if recorded is not None and recorded != digest:
             drift.append(Drift(f"run {config.id}", key, f"run {config.id!r}: manifest digest changed: recorded "
                                f"{recorded[:16]}, now {digest[:16]} (the run was made from another manifest)"))
@@ -552,7 +553,7 @@ def _reproduce(loaded: PaperFile, record: bool) -> ReproduceResult:
         shutil.rmtree(output / DRIFT_DIR, ignore_errors=True)
         for name, (_, _, data) in files.items():
             write_bytes_atomic(output / name, data)
-        digests = {r.config.id: r.manifest.lock["manifest_digest"] for r in runs}
+        digests = {r.config.id: r.manifest.locked.manifest_digest for r in runs}
         text = recorded_text(loaded.text, digests, hashes)
         write_text_atomic(loaded.path, text)
         return ReproduceResult(output, hashes, [], True, {n: "recorded" for n in hashes})

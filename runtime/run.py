@@ -26,6 +26,7 @@ from benchc.compiler.manifest import Manifest
 from benchc.compiler.spec.models import Generation, Spec, Stage
 from benchc.compiler.templates import TemplateProblem, compile_template, render
 
+from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
 from .backends import Backend, Request, make_backend
 from .executor import LOCAL, ExecutorChoice, MediaSource, execute
 from .overrides import check_backend_overrides
@@ -38,8 +39,8 @@ __all__ = ["RESPONSES_FILE", "RUN_FILE", "RunOptions", "StageOutcome", "run_mani
 @dataclass
 class RunOptions:
     model: str | None = None
-    cache_dir: Path = Path(".benchc/cache")
-    store_dir: Path = Path(".benchc/store")
+    cache_dir: Path = DEFAULT_CACHE
+    store_dir: Path = DEFAULT_STORE
     workers: int = 1
     backends: dict[str, str] = field(default_factory=dict)  # stage id -> backend override
     progress: bool = True
@@ -202,8 +203,8 @@ def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends:
     record = {
         "benchc": __version__,
         "manifest": str(Path(manifest.root).resolve()),  # absolute: `score` may run from elsewhere
-        "benchmark": manifest.lock["benchmark"],
-        "manifest_digest": manifest.lock["manifest_digest"],
+        "benchmark": manifest.locked.benchmark.to_json(),
+        "manifest_digest": manifest.locked.manifest_digest,
         "model": options.model,
         "stages": [o.__dict__ for o in outcomes],
         "backends": {sid: b.fingerprint() for sid, b in backends.items()},

@@ -20,12 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import ValidationError
 
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_text_atomic, write_with_atomic
 from benchc.compiler.canonical import digest_file
 from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.manifest import Manifest, read_manifest, verify_manifest
 from benchc.compiler.spec.models import Spec
+
+from .artifacts import RunRecord
 
 RESPONSES_FILE, RUN_FILE = "responses.parquet", "run.json"
 RECORD_KEYS = ("manifest", "manifest_digest", "responses_sha256", "stages")
@@ -76,7 +79,7 @@ def open_manifest(root: Path, hint: str = "recompile it with `benchc compile SPE
         spec = Spec.model_validate(manifest.spec)
     except (OSError, ValueError) as exc:  # also pydantic's ValidationError
         raise RunError(Problem(f"cannot read the manifest: {_reason(exc)}", file=str(root), hint=hint)) from None
-    recorded = isinstance(manifest.lock.get("manifest_digest"), str)  # else refused before items are read
+    recorded = isinstance(manifest.lock.get("manifest_digest"), str)  # raw: else refused before items are read
     return verify_manifest(manifest, _read_items(manifest) if recorded else None), spec
 
 
@@ -106,7 +109,8 @@ def check_run_dir(run_dir: Path) -> None:
 
 
 def write_run_folder(run_dir: Path, responses: pl.DataFrame, record: dict[str, Any]) -> None:
-    """Publish ``responses`` and ``record`` together (see the module docstring)."""
+    """Publish ``responses`` and ``record`` (a ``RunRecord`` but its ``responses_sha256``, which
+    is added here) together (see the module docstring)."""
     try:
         staging = make_staging_dir(run_dir)
     except OSError as exc:
@@ -114,8 +118,8 @@ def write_run_folder(run_dir: Path, responses: pl.DataFrame, record: dict[str, A
                                hint="-o/--out must be a folder benchc can write")) from None
     try:
         write_with_atomic(staging / RESPONSES_FILE, lambda p: responses.write_parquet(p, statistics=False))
-        record = {**record, "responses_sha256": digest_file(staging / RESPONSES_FILE)}
-        write_text_atomic(staging / RUN_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
+        checked = RunRecord.model_validate({**record, "responses_sha256": digest_file(staging / RESPONSES_FILE)})
+        write_text_atomic(staging / RUN_FILE, json.dumps(checked.to_json(), indent=2, sort_keys=True) + "\n")
         replace_dir_atomic(staging, run_dir)
     except OSError as exc:
         raise RunError(Problem(f"cannot write the run folder: {_reason(exc)}", file=str(run_dir),
@@ -124,8 +128,9 @@ def write_run_folder(run_dir: Path, responses: pl.DataFrame, record: dict[str, A
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def read_run_record(run_dir: Path) -> dict[str, Any]:
-    """run.json of a complete run folder, checked for the keys a reader needs."""
+def read_run_record(run_dir: Path) -> RunRecord:
+    """run.json of a complete run folder, checked for the keys a reader needs and read into its
+    model (a record that does not fit it is a RunError naming the key)."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_FILE).is_file():
         raise RunError(Problem(f"{run_dir} is not a run folder (no {RUN_FILE})", file=str(run_dir),
@@ -135,17 +140,23 @@ def read_run_record(run_dir: Path) -> dict[str, Any]:
     if missing:
         raise RunError(Problem(f"the run record lacks {', '.join(missing)} (an older benchc or a damaged folder)",
                                file=str(run_dir / RUN_FILE), hint=RERUN))
-    return record
+    try:
+        return RunRecord.model_validate(record)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise RunError(Problem(f"the run record is not valid: {where}: {error['msg']} (an older benchc or a "
+                               "damaged folder)", file=str(run_dir / RUN_FILE), hint=RERUN)) from None
 
 
-def read_responses(run_dir: Path, record: dict[str, Any]) -> pl.DataFrame:
+def read_responses(run_dir: Path, record: RunRecord) -> pl.DataFrame:
     """responses.parquet, refused unless it is the file the run record was written with."""
     path = Path(run_dir) / RESPONSES_FILE
     try:
         actual = digest_file(path)
     except OSError as exc:
         raise RunError(Problem(f"cannot read the responses: {_reason(exc)}", file=str(path), hint=RERUN)) from None
-    if actual != record["responses_sha256"]:
+    if actual != record.responses_sha256:
         raise RunError(Problem(f"{RESPONSES_FILE} is not the file this run recorded in {RUN_FILE}",
                                file=str(path), hint=RERUN))
     return read_parquet(path, "responses", RERUN)

@@ -13,7 +13,9 @@ from benchc.compiler.manifest import SPEC_FILE, Manifest
 from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems, selects
 from benchc.compiler.spec.models import Answer, Spec
 
+from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
 from .answers import describe, extract_all
+from .artifacts import MetricResultRecord, RunRecord, Scores
 from .embed import load_embedder
 from .import_answers import import_notes
 from .metrics import METRICS, MetricInput, MetricResult
@@ -69,8 +71,8 @@ class _LazyMedia:
         return self._source(kind, sha256)
 
 
-def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = Path(".benchc/cache"),
-              store_dir: Path = Path(".benchc/store"), derived: Manifest | None = None) -> dict[str, Any]:
+def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = DEFAULT_CACHE,
+              store_dir: Path = DEFAULT_STORE, derived: Manifest | None = None) -> dict[str, Any]:
     """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
     run recorded (moved or copied), and must have the same digest. ``cache_dir`` and
     ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones).
@@ -86,7 +88,7 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
         manifest, spec = _derived_manifest(run_dir, record, derived)
     _check_metric_stages(manifest, spec)
     items, responses = manifest_items(manifest), read_responses(run_dir, record)
-    backends = {s.get("stage"): s.get("backend") for s in record["stages"] if isinstance(s, dict)}
+    backends = record.backend_of()
     results = []
     media = _LazyMedia(cache_dir, store_dir)
     for metric in spec.metric:
@@ -113,23 +115,22 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
             result.notes.append(read)
         result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
         results.append(result)
-    scores = {"benchmark": manifest.lock["benchmark"], "manifest_digest": manifest.lock["manifest_digest"],
-              "model": record.get("model"), "items": items.height,
-              "metrics": [_result_json(r) for r in results]}
+    scores = Scores(benchmark=manifest.locked.benchmark, manifest_digest=manifest.locked.manifest_digest,
+                    model=record.model, items=items.height, metrics=[_result_record(r) for r in results]).to_json()
     write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
     return scores
 
 
-def run_manifest_of(run_dir: Path, record: dict[str, Any], manifest_dir: Path | None) -> tuple[Manifest, Spec]:
+def run_manifest_of(run_dir: Path, record: RunRecord, manifest_dir: Path | None) -> tuple[Manifest, Spec]:
     """The manifest a run was made from: the recorded one, or ``manifest_dir`` if its digest matches."""
-    recorded = Path(record["manifest"])
+    recorded = Path(record.manifest)
     record_file = str(run_dir / RUN_FILE)
     if manifest_dir is None and not recorded.is_dir():
         raise RunError(Problem(f"the manifest this run was made from is gone: {recorded}", file=record_file,
                                hint="pass --manifest DIR with that manifest (moved or copied elsewhere)"))
     path = Path(manifest_dir) if manifest_dir is not None else recorded
     manifest, spec = open_manifest(path)
-    found, wanted = manifest.lock["manifest_digest"], record["manifest_digest"]
+    found, wanted = manifest.locked.manifest_digest, record.manifest_digest
     if found != wanted:
         what = "--manifest" if manifest_dir is not None else "the recorded manifest (it was recompiled since)"
         raise RunError(Problem(f"{what} {path} has digest {found[:16]}, but this run was made from a manifest "
@@ -139,8 +140,8 @@ def run_manifest_of(run_dir: Path, record: dict[str, Any], manifest_dir: Path | 
     return manifest, spec
 
 
-def _derived_manifest(run_dir: Path, record: dict[str, Any], derived: Manifest) -> tuple[Manifest, Spec]:
-    if derived.frame is None or derived.lock.get("manifest_digest") != record["manifest_digest"]:
+def _derived_manifest(run_dir: Path, record: RunRecord, derived: Manifest) -> tuple[Manifest, Spec]:
+    if derived.frame is None or derived.locked.manifest_digest != record.manifest_digest:
         raise RunError(Problem("a derived manifest must hold its items and the run's manifest digest",
                                file=str(run_dir / RUN_FILE), hint="derive it from `run_manifest_of`'s manifest"))
     try:
@@ -161,7 +162,12 @@ def _round(value: Any) -> Any:
     return round(value, 4) if isinstance(value, float) else value
 
 
+def _result_record(result: MetricResult) -> MetricResultRecord:
+    return MetricResultRecord(name=result.name, columns=result.columns,
+                              rows=[{k: _round(v) for k, v in row.items()} for row in result.rows],
+                              details=result.details, notes=result.notes)
+
+
 def _result_json(result: MetricResult) -> dict[str, Any]:
-    return {"name": result.name, "columns": result.columns,
-            "rows": [{k: _round(v) for k, v in row.items()} for row in result.rows],
-            "details": result.details, "notes": result.notes}
+    """One metric's entry in scores.json."""
+    return _result_record(result).to_json()

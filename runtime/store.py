@@ -35,12 +35,18 @@ from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import Problem, RunError
 
 STORE_SCHEMA_VERSION = 1
+"""The response store's format (``meta.schema``). A store of a newer version is refused on open
+(``StoreTooNewError``): this benchc may not read it right, and must not write to it."""
 CLAIM_LEASE = 60.0
 """Seconds a claim lives without renewal (a run on another machine that died holds its requests
 this long at most; one on this machine, not at all)."""
 HOST = socket.gethostname()
 
 log = logging.getLogger(__name__)
+
+
+class StoreTooNewError(RunError):
+    """A response store written by a newer benchc (its schema version is above ours)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ class ResponseStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.blobs = ContentStore(self.root / "blobs")
         self.db = sqlite3.connect(self.root / "responses.sqlite", timeout=120)
+        try:
+            self._check_schema()
+        except BaseException:
+            self.db.close()
+            raise
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute(
@@ -80,6 +91,27 @@ class ResponseStore:
                         " expires REAL NOT NULL)")
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(STORE_SCHEMA_VERSION),))
         self.db.commit()
+
+    def _check_schema(self) -> None:
+        """Refuse, before anything is written, a store whose schema version is newer than
+        ``STORE_SCHEMA_VERSION`` (or not a version at all). A new store has none yet."""
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+            return
+        row = self.db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        if row is None:
+            return
+        try:
+            found = int(row[0])
+        except (TypeError, ValueError):
+            found = None
+        if found is not None and found <= STORE_SCHEMA_VERSION:
+            return
+        what = f"schema version {found}" if found is not None else f"an unreadable schema version {row[0]!r}"
+        raise StoreTooNewError(Problem(
+            f"the response store {self.root} has {what}; this benchc supports schema version "
+            f"{STORE_SCHEMA_VERSION} at most", file=str(self.root), key="--store",
+            hint="a newer benchc wrote this store: upgrade benchc (pip install -U benchc) to use it, "
+                 "or pass --store a new folder"))
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         keys = list(dict.fromkeys(keys))

@@ -214,7 +214,8 @@ def test_relations_and_counting_through_compile_and_score(tmp_path: Path) -> Non
     lock = json.loads((compiled.manifest_dir / "lock.json").read_text())
     record = {"manifest": str(compiled.manifest_dir.resolve()), "manifest_digest": lock["manifest_digest"],
               "model": "made-up",
-              "stages": [{"stage": "count", "backend": "x"}, {"stage": "follow_up", "backend": "x"}]}
+              "stages": [{"stage": stage, "backend": "x", "requests": items.height, "cached": 0, "ran": items.height}
+                         for stage in ("count", "follow_up")]}
     write_run_folder(tmp_path / "run", pl.DataFrame(responses), record)
     relations, counting = score_run(tmp_path / "run")["metrics"]
     asked = items.filter(pl.col("node") == "asked")
