@@ -4,7 +4,7 @@ BENCHC := $(VENV)/bin/benchc
 PYTEST := $(VENV)/bin/python -m pytest
 DEMO_OUT := out/demo
 
-.PHONY: setup demo test test-fast test-transformers5 lock clean
+.PHONY: setup demo test test-fast test-transformers5 lint lock clean
 
 setup:
 	@scripts/setup.sh
@@ -15,9 +15,15 @@ demo: setup
 
 # The whole suite, slow real-model tests included, then the model backends' tests again under
 # transformers 5.x (CI runs exactly this).
-test: setup
+test: setup lint
 	$(PYTEST) -n 2 --dist loadgroup -q
 	$(MAKE) --no-print-directory test-transformers5
+
+# Checked style: ruff's rules ([tool.ruff] in pyproject.toml) over the tree, mypy --strict over
+# benchc.compiler and the artifact models (scripts/typecheck.sh).
+lint: setup
+	$(VENV)/bin/ruff check compiler runtime benchc tests benchmarks papers
+	scripts/typecheck.sh
 
 # The tests of every backend that loads models through transformers, under the 5.x the GPU
 # machines run (4.57 is pinned in .venv); no torchvision either way.

@@ -114,7 +114,8 @@ def compile_(spec: SpecArg,
              data_root: RootOpt = None, store: StoreOpt = DEFAULT_STORE,
              no_memo: Annotated[bool, typer.Option("--no-memo", help="recompute even if unchanged")] = False,
              repair: Annotated[bool, typer.Option("--repair", help="first check every object of the compile cache "
-                                                  "against its key, delete the damaged ones and recompute them")] = False,
+                                                  "against its key, delete the damaged ones and "
+                                                  "recompute them")] = False,
              no_version_check: NoVersionCheckOpt = False, fmt: OutputFormat = "text") -> None:
     """Compile a spec into a manifest (items.parquet + lock.json + spec.json). Model steps
     (nodes that ask a model) keep their answers in the response store (--store)."""
@@ -160,11 +161,13 @@ SHOW_FORMATS = ("text", "json", "jsonl")
 
 @app.command()
 def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
-         where: Annotated[list[str] | None, typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
+         where: Annotated[list[str] | None,
+                          typer.Option("--where", "-w", help="KEY=VALUE on a column or attribute")] = None,
          limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
          fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table), json (one JSON list) or "
                                                                  "jsonl (one JSON object per line)")] = "text",
-         as_json: Annotated[bool, typer.Option("--json", help="deprecated: the same as --format jsonl")] = False) -> None:
+         as_json: Annotated[bool, typer.Option("--json",
+                                               help="deprecated: the same as --format jsonl")] = False) -> None:
     """List the items of a manifest, filtered by columns or perturbation attributes."""
     from .compiler.show import select_items
 
@@ -197,7 +200,8 @@ def show(manifest: Annotated[Path, typer.Argument(help="a compiled manifest fold
 @app.command()
 def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compiled manifest folder")],
             item: Annotated[str, typer.Argument(help="an item id, or a group/record id (all its items)")],
-            out: Annotated[Path | None, typer.Option("--out", "-o", help="folder to write (default preview/<item>/)")] = None,
+            out: Annotated[Path | None,
+                           typer.Option("--out", "-o", help="folder to write (default preview/<item>/)")] = None,
             set_: SetOpt = None, cache: CacheOpt = DEFAULT_CACHE, data_root: RootOpt = None,
             store: StoreOpt = DEFAULT_STORE, fmt: OutputFormat = "text") -> None:
     """Write a contact sheet (PNG), WAV files or a text listing of an item's variants."""
@@ -216,7 +220,8 @@ def preview(spec: Annotated[Path, typer.Argument(help="a spec (.toml) or a compi
 @app.command()
 def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folder")],
         out: Annotated[Path | None, typer.Option("--out", "-o", help="run folder to write")] = None,
-        model: Annotated[str | None, typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
+        model: Annotated[str | None,
+                         typer.Option("--model", "-m", help="model under test, e.g. espeak or hf:/path")] = None,
         backend: BackendOpt = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1,
         text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
@@ -290,7 +295,8 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
 @app.command("import")
 def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest the answers are for")],
             answers: Annotated[Path, typer.Argument(help="answers: JSONL or CSV (item_id/id or prompt, and "
-                                                          "response/answer), or lm-eval/lmms-eval --log_samples JSONL")],
+                                                          "response/answer), or lm-eval/lmms-eval "
+                                                          "--log_samples JSONL")],
             out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
             key: Annotated[str, typer.Option("--key", help="id: match rows by item id; prompt: by the rendered "
                                                            "prompt (and media_sha256 where prompts repeat)")] = "id",
@@ -307,7 +313,8 @@ def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest
                                                                                 "answer: they score as unanswered, "
                                                                                 "and run.json counts them")] = False,
             ignore_unmatched: Annotated[bool, typer.Option("--ignore-unmatched", help="skip (and count) rows of "
-                                                                                      "items not in the manifest")] = False) -> None:
+                                                                                      "items not in the "
+                                                                                      "manifest")] = False) -> None:
     """Import answers produced outside benchc into a run folder, checked against a compiled
     manifest, so that `benchc score` and `benchc report` read it like a `benchc run` folder."""
     from . import api
@@ -453,13 +460,22 @@ def backends() -> None:
 
 
 @app.command()
-def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jsonl or .parquet table, or a folder of images")],
-        out: Annotated[Path | None, typer.Option("--out", "-o", help="spec file to write (default: next to the data, named after it: qa.csv -> qa.toml)")] = None,
-        kind: Annotated[str | None, typer.Option("--kind", help="text (paraphrase the question) or image (rotate the image); default: text for a table, image for a folder")] = None,
-        id_column: Annotated[str | None, typer.Option("--id", help="column of unique record ids (default: id, qid or question_id)")] = None,
-        question: Annotated[str | None, typer.Option("--question", help="column to ask (default: question, prompt, text or input)")] = None,
-        answer: Annotated[str | None, typer.Option("--answer", help="column of right answers (default: answer, label or target)")] = None,
-        image: Annotated[str | None, typer.Option("--image", help="column of image files (default: image, image_path, image_file, image_name or img)")] = None) -> None:
+def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jsonl or .parquet table, "
+                                                 "or a folder of images")],
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="spec file to write (default: next to the data, "
+                                                                      "named after it: qa.csv -> qa.toml)")] = None,
+        kind: Annotated[str | None, typer.Option("--kind", help="text (paraphrase the question) or image (rotate the "
+                                                                "image); default: text for a table, image for a "
+                                                                "folder")] = None,
+        id_column: Annotated[str | None, typer.Option("--id", help="column of unique record ids (default: id, qid "
+                                                                   "or question_id)")] = None,
+        question: Annotated[str | None, typer.Option("--question", help="column to ask (default: question, prompt, "
+                                                                        "text or input)")] = None,
+        answer: Annotated[str | None, typer.Option("--answer", help="column of right answers (default: answer, "
+                                                                    "label or target)")] = None,
+        image: Annotated[str | None, typer.Option("--image", help="column of image files (default: image, "
+                                                                  "image_path, image_file, image_name "
+                                                                  "or img)")] = None) -> None:
     """Write a first, working consistency spec for your own data: a paraphrase test of a table's
     questions, or a rotation test of its images (or of a folder of images). Never overwrites a file."""
     from .scaffold import default_out, scaffold
@@ -596,8 +612,8 @@ def _damaged_advice(exc: sqlite3.DatabaseError) -> str:
     return f"move it aside (or delete it) and rerun; {cost}"
 
 
-DISK_FULL_TEXT = re.compile(r"\[Errno (?:%s)\][^:'\n]*(?:: '(?P<path>[^'\n]+)')?"
-                            % "|".join(map(str, sorted(DISK_FULL))))
+DISK_FULL_TEXT = re.compile(r"\[Errno (?:" + "|".join(map(str, sorted(DISK_FULL)))
+                            + r")\][^:'\n]*(?:: '(?P<path>[^'\n]+)')?")
 """A full disk as an OSError's text says it (``[Errno 28] No space left on device: 'PATH'``)."""
 
 

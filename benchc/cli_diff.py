@@ -32,7 +32,8 @@ def diff(a: Annotated[str, typer.Argument(help="a spec, manifest folder or lock 
          b: Annotated[str, typer.Argument(help="the other side, same forms")],
          fmt: FormatOpt = "text",
          set_: Annotated[list[str] | None, typer.Option("--set", help="override a key of both specs")] = None,
-         spec_only: Annotated[bool, typer.Option("--spec-only", help="compare spec documents only, compile nothing")] = False,
+         spec_only: Annotated[bool, typer.Option("--spec-only",
+                                                 help="compare spec documents only, compile nothing")] = False,
          examples: ExamplesOpt = 5,
          cache: Annotated[Path, typer.Option("--cache", help="compile cache")] = DEFAULT_CACHE,
          store: Annotated[Path, typer.Option("--store", help="response store (model steps)")] = DEFAULT_STORE,
@@ -53,12 +54,15 @@ def diff(a: Annotated[str, typer.Argument(help="a spec, manifest folder or lock 
 def diff_runs(run_a: Annotated[Path, typer.Argument(help="a run folder")],
               run_b: Annotated[Path, typer.Argument(help="another run folder")],
               fmt: FormatOpt = "text",
-              stage: Annotated[str | None, typer.Option("--stage", help="stage compared (default: each run's last)")] = None,
+              stage: Annotated[str | None,
+                               typer.Option("--stage", help="stage compared (default: each run's last)")] = None,
               resamples: Annotated[int, typer.Option("--resamples", min=100, help="bootstrap resamples")] = 10_000,
               seed: Annotated[int, typer.Option("--seed", min=0, help="bootstrap seed")] = 0,
               examples: ExamplesOpt = 5,
-              manifest_a: Annotated[Path | None, typer.Option("--manifest-a", help="run A's manifest, if it moved")] = None,
-              manifest_b: Annotated[Path | None, typer.Option("--manifest-b", help="run B's manifest, if it moved")] = None,
+              manifest_a: Annotated[Path | None,
+                                    typer.Option("--manifest-a", help="run A's manifest, if it moved")] = None,
+              manifest_b: Annotated[Path | None,
+                                    typer.Option("--manifest-b", help="run B's manifest, if it moved")] = None,
               ) -> None:
     """Compare two runs item by item: flipped items, per-measure paired differences with
     bootstrap confidence intervals, McNemar's test for binary measures."""

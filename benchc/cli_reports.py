@@ -18,8 +18,10 @@ def register(app: typer.Typer) -> None:
     @app.command("report-html")
     def report_html(
             run_dir: Annotated[Path, typer.Argument(help="a scored run folder")],
-            out: Annotated[Path | None, typer.Option("--out", "-o", help="report folder (default: RUN_DIR/report)")] = None,
-            cache: Annotated[Path, typer.Option("--cache", help="the compile cache the run's media are in")] = DEFAULT_CACHE,
+            out: Annotated[Path | None,
+                           typer.Option("--out", "-o", help="report folder (default: RUN_DIR/report)")] = None,
+            cache: Annotated[Path,
+                             typer.Option("--cache", help="the compile cache the run's media are in")] = DEFAULT_CACHE,
             store: Annotated[Path, typer.Option("--store", help="the response store (spoken answers)")] = DEFAULT_STORE,
             manifest: Annotated[Path | None, typer.Option("--manifest", help="the run's manifest, if it moved")] = None,
             by: Annotated[list[str] | None, typer.Option("--by", help="add a breakdown by this item attribute "

@@ -320,7 +320,8 @@ def _folder_spec(folder: Path, relative: str, out: Path, kind: str) -> str:
     if kind != "image":
         raise ScaffoldError(Problem(f"{folder} is a folder: only --kind image tests a folder of images",
                                     file=str(folder), key="--kind",
-                                    hint="for text, give a table (.csv, .tsv, .jsonl, .parquet) with a question column"))
+                                    hint="for text, give a table (.csv, .tsv, .jsonl, .parquet) "
+                                         "with a question column"))
     if not _images_in(folder):
         raise ScaffoldError(Problem(f"no image files ({', '.join(IMAGE_EXTENSIONS)}) in the folder", file=str(folder)))
     lines = _header(folder, relative, out, "rotation invariance of image descriptions")

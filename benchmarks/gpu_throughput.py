@@ -2,7 +2,9 @@
 
 On one H200, from the repository root, with the wheels named at the end of this docstring in .whl/:
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 480 python3 benchmarks/gpu_throughput.py --shape llava-1.5-7b --device cuda --samples 256 --batch-sizes 128 --json $OUT/gpu_throughput.json
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
+      PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 480 python3 benchmarks/gpu_throughput.py \\
+      --shape llava-1.5-7b --device cuda --samples 256 --batch-sizes 128 --json $OUT/gpu_throughput.json
 
 Sized for a 15-minute lease (not yet run on a GPU; estimates from design.md's figures): about 3
 to 4 minutes, killed at 8. Building the 7B model on the GPU, saving it (14 GB), hashing it

@@ -126,7 +126,8 @@ def standin_item(dataset: str, kind: str, k: int) -> dict[str, Any]:
 
 
 def compile_standin(work: Path, rows: dict[str, int], common: list[str | Path]) -> Path:
-    items = [standin_item(d, kind, k) for d in DATASETS for k in range(rows[d]) for kind in ("counterfactual", "original")]
+    items = [standin_item(d, kind, k) for d in DATASETS for k in range(rows[d])
+             for kind in ("counterfactual", "original")]
     (work / "standin.json").write_text(json.dumps(items))
     manifest = work / "standin"
     said = benchc("compile", SPEC, "-o", manifest, "--data-root", work, "--set", "source.annotations=standin.json",

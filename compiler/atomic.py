@@ -67,7 +67,7 @@ def make_staging_dir(target: Path) -> Path:
 def remove_stale_staging(folder: Path) -> list[Path]:
     """Remove the staging folders in ``folder`` that processes of this host left when they died
     (a folder of another host, or of a live process, is left alone). Returns those removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:

@@ -189,7 +189,8 @@ def data_roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
 
 def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
                  options: CompileOptions) -> LoadedSource:
-    ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error, spec_file=str(loaded.path))
+    ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error,
+                        spec_file=str(loaded.path))
     source = resolved.source.load(resolved.source_params, ctx)
     source.skipped.extend(ctx.skipped)
     _refuse_duplicate_ids(loaded, source)

@@ -101,7 +101,7 @@ def _same(a: Any, b: Any) -> bool:
     try:
         return canonical_json(a) == canonical_json(b)
     except TypeError:
-        return a == b
+        return bool(a == b)
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], default_section: str) -> list[Change]:
@@ -161,7 +161,8 @@ class Signals:
     known: bool = True  # False: no spec on one side, causes beyond the columns are unknown
 
 
-def signals_of(changes: list[Change], lock_delta: list[Change], docs: tuple[dict | None, dict | None]) -> Signals:
+def signals_of(changes: list[Change], lock_delta: list[Change],
+               docs: tuple[dict[str, Any] | None, dict[str, Any] | None]) -> Signals:
     """Summarise spec and lock changes into the flags ``item_diff`` attributes causes with."""
     paths = [c.path for c in changes]
     nodes = frozenset(p.split("]", 1)[0].removeprefix("node[") for p in paths if p.startswith("node["))
@@ -281,8 +282,9 @@ def side_info(label: str, kind: str, doc: dict[str, Any] | None, lock: dict[str,
                     (lock or {}).get("manifest_digest"))
 
 
-def diff_documents(a: SideInfo, b: SideInfo, docs: tuple[dict | None, dict | None],
-                   locks: tuple[dict | None, dict | None], frames: tuple[Any, Any], examples: int = 5) -> Diff:
+def diff_documents(a: SideInfo, b: SideInfo, docs: tuple[dict[str, Any] | None, dict[str, Any] | None],
+                   locks: tuple[dict[str, Any] | None, dict[str, Any] | None], frames: tuple[Any, Any],
+                   examples: int = 5) -> Diff:
     """Compare what both sides have: spec documents, lock files, items tables (polars frames)."""
     from .diff_items import item_diff
 

@@ -100,7 +100,8 @@ def check_source_version(spec_path: Path | str, lock: dict[str, Any], overrides:
     if found is None:
         return
     lock_file, committed = found
-    if committed["benchmark"] != lock["benchmark"] or committed.get("source", {}).get("digest") == lock["source"]["digest"]:
+    if (committed["benchmark"] != lock["benchmark"]
+            or committed.get("source", {}).get("digest") == lock["source"]["digest"]):
         return
     lines = lock_change_lines(committed, lock, ("source.digest", "source.files", "source.records"))
     raise VersionNotBumped(Problem(_message(lock["benchmark"]["version"], lock_file, lines, "source data"),

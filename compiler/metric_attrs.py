@@ -56,7 +56,8 @@ def _metric_problems(resolved: Resolved, index: int, params: Any,
                 hint=f"{hint + ' ' if hint else ''}item attributes: {', '.join(names) or 'none'}"))
         elif not any(str(v) in values[name] for v in wanted):
             out.append(loaded.problem(
-                f"metric[{index}].where.{name}", f"no item has {name} in {list(wanted)!r}: the metric would score nothing",
+                f"metric[{index}].where.{name}",
+                f"no item has {name} in {list(wanted)!r}: the metric would score nothing",
                 hint=f"values of {name}: {', '.join(sorted(values[name])[:20])}"))
     for value in sorted(getattr(params, "relations", {}) or {}):
         if over in values and value not in values[over]:

@@ -207,6 +207,10 @@ class MerlimCountingParams(MerlimRoles):
 # --- Koala --------------------------------------------------------------------------------
 
 
+KoalaDomain = Literal["color", "shape", "yesno", "number"]
+DEFAULT_KOALA_DOMAINS: tuple[KoalaDomain, ...] = ("color", "shape")
+
+
 class KoalaParams(MetricParams):
     """Koala's accuracies: acknowledgments, bag-of-words labels, parametric response rate."""
 
@@ -218,8 +222,8 @@ class KoalaParams(MetricParams):
     definition: Literal["paper", "code"] = Field(
         "paper", description="bag-of-words accuracy: paper (App. E: all expected words present, "
                              "Figure 10 sets) or code (precision over the answer's words, code sets)")
-    domains: list[Literal["color", "shape", "yesno", "number"]] = Field(
-        default_factory=lambda: ["color", "shape"],
+    domains: list[KoalaDomain] = Field(
+        default_factory=lambda: list(DEFAULT_KOALA_DOMAINS),
         description="question domains of WebQA answers; an answer scores its best domain")
     domain_attr: str | None = Field(None, description="attribute naming each item's domain")
 

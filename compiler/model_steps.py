@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json
 from .errors import BenchcError, Problem, SpecError
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .resolve import ResolvedNode
 
 GENERATION_PARAMS = ("max_new_tokens", "temperature", "top_p")
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ class ModelSteps:
                                          "compile has no model client", NO_CLIENT_HINT))
         return self.client
 
-    def _asking(self, asker: Asker, call: Callable[[], Any]) -> Any:
+    def _asking(self, asker: Asker, call: Callable[[], _T]) -> _T:
         """Run a client call; its errors get the asker's key path, file and line."""
         try:
             return call()

@@ -110,7 +110,7 @@ def resolve(loaded: LoadedSpec) -> Resolved:
 def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str,
                          schema: type[BaseModel] | None = None) -> list[Problem]:
     out = []
-    for err in merge_union_errors(exc.errors()):
+    for err in merge_union_errors([dict(e) for e in exc.errors()]):
         key = ".".join([prefix, *(str(p) for p in err["loc"])])
         msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
         hint = None
@@ -144,7 +144,10 @@ def _has_duplicates(values: list[Any]) -> bool:
 
 
 def _split_sweep(params: dict[str, Any]) -> tuple[Sweep, list[tuple[str, str]]]:
-    fixed, grid, choice, errors = {}, {}, {}, []
+    fixed: dict[str, Any] = {}
+    grid: dict[str, list[Any]] = {}
+    choice: dict[str, list[Any]] = {}
+    errors: list[tuple[str, str]] = []
     for name, value in params.items():
         if isinstance(value, dict) and set(value) & {"grid", "choice"}:
             if len(value) != 1 or not isinstance(next(iter(value.values())), list) or not next(iter(value.values())):
@@ -276,8 +279,8 @@ def _check_template_names(loaded: LoadedSpec, nodes: list[ResolvedNode], problem
         except jinja2.TemplateSyntaxError:
             continue  # reported by _template
         for name in sorted(used - names):
-            problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
-                                        hint=did_you_mean(name, sorted(names)) or f"variables: {', '.join(sorted(names))}"))
+            hint = did_you_mean(name, sorted(names)) or f"variables: {', '.join(sorted(names))}"
+            problems.add(loaded.problem(key, f"template uses undefined variable {name!r}", hint=hint))
 
 
 STAGE_TEMPLATE_NAMES = {"answer", "attrs", "prompt"}

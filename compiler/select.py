@@ -14,11 +14,11 @@ from .values import Record
 
 def _passes(flt: Filter, value: Any) -> bool:
     if flt.between is not None:
-        return flt.between[0] <= value <= flt.between[1]
+        return bool(flt.between[0] <= value <= flt.between[1])
     if flt.equals is not None:
-        return value == flt.equals
+        return bool(value == flt.equals)
     if flt.one_of is not None:
-        return value in flt.one_of
+        return bool(value in flt.one_of)
     if flt.not_in is not None:
         return value not in flt.not_in
     return (flt.min is None or value >= flt.min) and (flt.max is None or value <= flt.max)

@@ -99,8 +99,10 @@ def sample_render_problems(resolved: Resolved, record: Record | None) -> list[Pr
     refused by ``validate``, not at the first item of a compile. Only those faults are reported:
     a sample item lacks the attributes and node outputs a real one has, so an undefined name here
     says nothing (``validate --data`` checks the record fields the templates name)."""
-    context: dict[str, Any] = {"record": record.fields if record else {}, "attrs": dict(record.attrs) if record else {},
-                               "item_id": record.id if record else "sample", "record_id": record.id if record else "sample",
+    context: dict[str, Any] = {"record": record.fields if record else {},
+                               "attrs": dict(record.attrs) if record else {},
+                               "item_id": record.id if record else "sample",
+                               "record_id": record.id if record else "sample",
                                "text": SAMPLE_TEXT}
     problems = []
     for key, template in (("prompt.template", resolved.template), ("prompt.system", resolved.system_template)):

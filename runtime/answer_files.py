@@ -83,7 +83,8 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise problem_at(path, None, "no answers file", "give the path of a JSONL, CSV or lm-eval samples file") from None
+        raise problem_at(path, None, "no answers file",
+                         "give the path of a JSONL, CSV or lm-eval samples file") from None
     except OSError as exc:
         raise problem_at(path, None, f"cannot read the answers file: {exc.strerror or exc}") from None
 
@@ -235,7 +236,8 @@ def _media(path: Path, line: int, value: Any) -> tuple[str, ...] | None:
     if value is None or value == "" or value == []:
         return None
     hint = "benchc show --json MANIFEST lists each item's media sha256"
-    if not isinstance(value, (str, list)) or not all(isinstance(v, str) for v in (value if isinstance(value, list) else [])):
+    if not isinstance(value, (str, list)) or not all(isinstance(v, str)
+                                                     for v in (value if isinstance(value, list) else [])):
         raise problem_at(path, line, f"{MEDIA_COLUMN} {value!r} is not a sha256 or a list of them", hint)
     parts = value if isinstance(value, list) else _SPLIT.split(value.strip())
     shas = tuple(p.strip().lower() for p in parts if p.strip())
@@ -253,7 +255,8 @@ def _lm_eval_rows(path: Path, data: bytes, options: ImportOptions) -> list[Answe
                            "give --format jsonl for a plain answers file")
         doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
         if options.key == "prompt":
-            key, media = _lm_eval_prompt(path, line, obj), _media(path, line, doc.get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
+            key = _lm_eval_prompt(path, line, obj)
+            media = _media(path, line, doc.get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
         else:
             key, media = _lm_eval_id(path, line, doc, options.id_column), None
         rows.append(AnswerRow(line, key, media, options.stage, 0, _lm_eval_texts(path, line, obj)))
@@ -288,7 +291,8 @@ def _lm_eval_texts(path: Path, line: int, obj: dict[str, Any]) -> tuple[str, ...
     """The generations of the sample's one request: ``resps[0]``, else ``filtered_resps[0]``."""
     resps = obj.get("resps", obj.get("filtered_resps"))
     if not isinstance(resps, list) or not resps:
-        raise problem_at(path, line, "the sample has no resps", "an lm-eval --log_samples file of a generate_until task")
+        raise problem_at(path, line, "the sample has no resps",
+                         "an lm-eval --log_samples file of a generate_until task")
     if len(resps) > 1:
         raise problem_at(path, line, f"the sample has {len(resps)} requests; benchc imports one generation request "
                                    "per doc", "import the samples of a generate_until task")

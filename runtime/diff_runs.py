@@ -253,8 +253,9 @@ def _measure(name: str, paired: pl.DataFrame, resamples: int, seed: int, example
                          paired_bootstrap(diffs, resamples, seed), binary)
     if binary:
         result.mcnemar = mcnemar(a, b)
-        result.flipped = {"gained": both.filter((pl.col("a") == 0) & (pl.col("b") == 1))["item_id"].head(examples).to_list(),
-                          "lost": both.filter((pl.col("a") == 1) & (pl.col("b") == 0))["item_id"].head(examples).to_list()}
+        result.flipped = {
+            "gained": both.filter((pl.col("a") == 0) & (pl.col("b") == 1))["item_id"].head(examples).to_list(),
+            "lost": both.filter((pl.col("a") == 1) & (pl.col("b") == 0))["item_id"].head(examples).to_list()}
     return result
 
 

@@ -246,7 +246,8 @@ def _run_config(spec: Spec, record: RunRecord, scores: dict[str, Any], lock: Loc
         "git_hash": None, "date": _started(record), "model_name": model, "model_name_sanitized": sanitized(model),
         "total_evaluation_time_seconds": str(seconds) if seconds is not None else None,
         "benchc": {"version": __version__, "benchmark": lock.benchmark.to_json(),
-                   "manifest_digest": lock.manifest_digest, "spec_digest": lock.spec_digest, "scores_sha256": scores_sha, "samples_file": samples_name,
+                   "manifest_digest": lock.manifest_digest, "spec_digest": lock.spec_digest,
+                   "scores_sha256": scores_sha, "samples_file": samples_name,
                    "filter": filt, "samples_stage": stage, "responses_sha256": record.responses_sha256,
                    "imported": record.imported,
                    "per_sample_metrics": sorted({m.name for m in spec.metric if m.name in PER_SAMPLE}),
@@ -266,7 +267,8 @@ def _answers(responses: pl.DataFrame, stage: str) -> dict[str, list[dict[str, An
 def _doc(row: dict[str, Any]) -> dict[str, Any]:
     media = json.loads(row["media"] or "[]")
     return {"item_id": row["item_id"], "group_id": row["group_id"], "record_id": row["record_id"],
-            "node": row["node"], "attrs": json.loads(row["attrs"] or "{}"), "targets": json.loads(row["targets"] or "{}"),
+            "node": row["node"], "attrs": json.loads(row["attrs"] or "{}"),
+            "targets": json.loads(row["targets"] or "{}"),
             "media": media, "media_sha256": [m["sha256"] for m in media], "system": row["system"], "text": row["text"]}
 
 

@@ -311,7 +311,8 @@ def import_answers(manifest_dir: Path, answers_path: Path, run_dir: Path, option
     frame = _responses(found, missing, source["source_sha256"])
     record = _record(manifest, options, stages, expected, found, missing, items.height, source)
     write_run_folder(Path(run_dir), frame, record)
-    return ImportResult(Path(run_dir), manifest.locked.benchmark.to_json(), manifest.locked.manifest_digest, parsed.format,
+    return ImportResult(Path(run_dir), manifest.locked.benchmark.to_json(), manifest.locked.manifest_digest,
+                        parsed.format,
                         options.key, items.height, len(found.answers), total, len(missing), found.repeats,
                         len(found.unmatched), stages)
 

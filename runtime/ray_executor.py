@@ -146,7 +146,7 @@ def ray_session(ray: Any, address: str | None, workers: int) -> Iterator[None]:
         raise RunError(Problem(f"cannot {'connect to' if address else 'start'} {where}: {exc}",
                                key="--ray-address" if address else "--executor",
                                hint="check the address (ray status on the head node prints it)" if address
-                               else "run with --executor local, or start a cluster and pass --ray-address"))
+                               else "run with --executor local, or start a cluster and pass --ray-address")) from exc
     try:
         yield
     finally:

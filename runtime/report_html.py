@@ -330,4 +330,4 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; 
 {% endfor %}</footer>
 </body>
 </html>
-"""
+"""  # noqa: E501  (the page's markup, CSS and script keep their long lines)

@@ -131,7 +131,8 @@ def test_without_extraction_the_default_rule_still_gives_zero(negation: Path) ->
     scores = _evaluate(negation, spec, "idk", "idk-raw")
     assert [r["accuracy"] for r in _metric(scores, "general.accuracy")["rows"]] == [0.0, 0.0]
     lenient = negation / "spec" / "lenient.toml"
-    lenient.write_text(spec.read_text().replace('by = ["perturbation"]', 'by = ["perturbation"]\ncorrect = "substring"'))
+    lenient.write_text(spec.read_text().replace('by = ["perturbation"]',
+                                                'by = ["perturbation"]\ncorrect = "substring"'))
     scores = _evaluate(negation, lenient, "idk", "idk-lenient")
     result = _metric(scores, "general.accuracy")
     assert any(r["accuracy"] > 0 for r in result["rows"])  # what a substring default used to report

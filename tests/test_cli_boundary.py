@@ -119,7 +119,8 @@ def test_format_json_prints_one_json_document(project: dict[str, Path], capsys: 
 
 
 @pytest.mark.slow  # two espeak runs, a paper recorded
-def test_reproduce_format_json(recorded: Tree, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reproduce_format_json(recorded: Tree,  # noqa: F811  (the fixture imported from test_reproduce)
+                               tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _copy(recorded, tmp_path)
     result = _json(capsys, "reproduce", tree.paper, "--format", "json")
     assert result["ok"] is True and result["drift"] == [] and set(result["files"]) == FILES
@@ -134,7 +135,8 @@ def test_json_fields(project: dict[str, Path], capsys: pytest.CaptureFixture[str
     assert built["manifest_digest"] == lock["manifest_digest"] and built["item_count"] == lock["item_count"]
     assert built["memo_hit"] is True and built["manifest"] == str(project["root"] / "m2")
     checked = _json(capsys, "validate", project["spec"], "-f", "json")
-    assert checked["ok"] is True and checked["data"] is None and checked["benchmark"]["name"] == lock["benchmark"]["name"]
+    assert checked["ok"] is True and checked["data"] is None
+    assert checked["benchmark"]["name"] == lock["benchmark"]["name"]
     scores = _json(capsys, "score", project["run"], *common, "--format", "json")
     assert scores == json.loads((project["run"] / "scores.json").read_text())
     [stage] = _json(capsys, "run", project["manifest"], "--plan", "-m", "test-echo", *common, "-f", "json")
@@ -165,7 +167,8 @@ def test_a_failed_check_still_prints_its_json(project: dict[str, Path], capsys: 
     assert entry["ok"] is False and "no committed lock" in entry["problems"][0]
 
 
-def test_compile_says_its_estimate_on_stderr_and_keeps_stdout_json(project: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+def test_compile_says_its_estimate_on_stderr_and_keeps_stdout_json(project: dict[str, Path],
+                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from benchc.compiler import compile as compile_module
 

@@ -41,7 +41,8 @@ def test_eval_with_a_tiny_vlm(tmp_path: Path, tiny_llava: Path) -> None:
 
 
 def test_changed_generation_setting_never_reuses_a_cached_answer(tmp_path: Path, tiny_llava: Path) -> None:
-    common = ("--model", f"hf:{tiny_llava}", "--set", "sample.n=2", "--cache", tmp_path / "c", "--store", tmp_path / "s")
+    common = ("--model", f"hf:{tiny_llava}", "--set", "sample.n=2",
+              "--cache", tmp_path / "c", "--store", tmp_path / "s")
     cli("eval", CONTEXT_REASONING, *common, "--set", "generation.max_new_tokens=4", "-o", tmp_path / "a", check=True)
     cli("eval", CONTEXT_REASONING, *common, "--set", "generation.max_new_tokens=5", "-o", tmp_path / "b", check=True)
     a = json.loads((tmp_path / "a" / "run" / "run.json").read_text())["stages"][0]

@@ -11,7 +11,6 @@ import sys
 import tomllib
 from functools import lru_cache
 from importlib import metadata
-from pathlib import Path
 
 from conftest import ROOT
 

@@ -235,7 +235,8 @@ def test_the_installed_command_exits_1_on_a_difference(tmp_path: Path) -> None:
     (("{spec}", "pyproject.toml"), "unknown key"),
 ])
 def test_bad_inputs_exit_2_with_one_message(args: tuple[str, ...], fragment: str,
-                                            capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+                                            capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     code, _, err = _main(capsys, "diff", *(a.format(spec=QR.relative_to(ROOT)) for a in args), "--spec-only")
     assert code == 2, err

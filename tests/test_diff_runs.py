@@ -72,8 +72,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     common = {"cache_dir": root / "cache", "store_dir": root / "store", "progress": False}
     v1 = api.compile(_spec(root / "v1"), root / "m1", **common).manifest_dir
-    edit = lambda t: t.replace("grid = [0, 1, 2, 3]", "grid = [0, 1, 2]").replace('template = "{{ text }}"',
-                                                                                 'template = "Q: {{ text }}"')
+
+    def edit(t: str) -> str:
+        return t.replace("grid = [0, 1, 2, 3]", "grid = [0, 1, 2]").replace('template = "{{ text }}"',
+                                                                            'template = "Q: {{ text }}"')
+
     v2 = api.compile(_spec(root / "v2", edit), root / "m2", **common).manifest_dir
     api.run(v1, root / "echo", model="test-echo", **common)
     api.run(v1, root / "yes", model="test-echo:suffix=yes", **common)

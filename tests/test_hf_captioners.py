@@ -75,7 +75,8 @@ def test_the_caption_start_is_what_the_family_generate_takes(captioner: Callable
     words = tokenizer("a picture of", add_special_tokens=False)["input_ids"]
     prefix = prefix_ids(family, tokenizer, model, "a picture of")
     if family == "blip":  # exactly its processor's ids: generate() swaps [CLS] for bos, drops [SEP]
-        assert prefix == tokenizer("a picture of")["input_ids"] == [tokenizer.cls_token_id, *words, tokenizer.sep_token_id]
+        assert prefix == tokenizer("a picture of")["input_ids"] == [tokenizer.cls_token_id, *words,
+                                                                    tokenizer.sep_token_id]
         assert returned_prefix(family, prefix) == len(prefix) - 1
     elif family == "git":  # no [SEP]: it is GIT's end of sequence
         assert prefix == [tokenizer.cls_token_id, *words] and returned_prefix(family, prefix) == len(prefix)

@@ -119,7 +119,8 @@ def test_lm_eval_logs_a_doc_once_per_filter(world: World, capsys: pytest.Capture
     samples = [json.loads(line) for line in world.samples.read_text().splitlines()]
     path = _jsonl(world.root / "two_filters.jsonl",
                   [s for sample in samples for s in (sample, {**sample, "filter": "take_first"})])
-    code, out, err = _cli(capsys, "import", world.manifest, path, "-o", world.root / "r-filters", "--format", "lmms-eval")
+    code, out, err = _cli(capsys, "import", world.manifest, path, "-o", world.root / "r-filters",
+                          "--format", "lmms-eval")
     assert code == 0, err
     assert "192 identical repeated row(s) counted once" in out
     assert json.loads((world.root / "r-filters" / "run.json").read_text())["imported"]["format"] == "lmms-eval"
@@ -300,14 +301,16 @@ def test_several_samples_per_item_are_matched_by_their_index(tmp_path: Path,
     path = _jsonl(tmp_path / "samples.jsonl", rows[::-1])
     assert _main("import", manifest, path, "-o", tmp_path / "r2", "--model", MODEL) == 0
     assert _main("score", tmp_path / "r2", *common) == 0
-    _same_scores(json.loads((run / "scores.json").read_text()), json.loads((tmp_path / "r2" / "scores.json").read_text()))
+    _same_scores(json.loads((run / "scores.json").read_text()),
+                 json.loads((tmp_path / "r2" / "scores.json").read_text()))
     capsys.readouterr()
     second = next(r for r in rows if r["sample"] == 1)
     short = _jsonl(tmp_path / "short.jsonl", [r for r in rows if r is not second] + [{**second, "sample": 2}])
     code, _, err = _cli(capsys, "import", manifest, short, "-o", tmp_path / "r3")
     _one_error(code, err)
     assert f"item {second['item_id']!r} sample 2, but the spec asks 2 sample(s) per item" in err
-    assert f"1 of 64 answers are missing (32 items in the manifest), e.g. {second['item_id']!r} (stage answer, sample 1)" in err
+    assert (f"1 of 64 answers are missing (32 items in the manifest), e.g. {second['item_id']!r} "
+            "(stage answer, sample 1)") in err
 
 
 def test_an_import_and_its_run_agree_item_by_item(world: World) -> None:
@@ -335,7 +338,8 @@ def test_a_spec_scored_on_two_stages_takes_a_stage_column(tmp_path: Path, capsys
     path = _jsonl(tmp_path / "two.jsonl", rows)
     assert _main("import", manifest, path, "-o", tmp_path / "r2", "--model", MODEL) == 0
     assert _main("score", tmp_path / "r2", *common) == 0
-    _same_scores(json.loads((run / "scores.json").read_text()), json.loads((tmp_path / "r2" / "scores.json").read_text()))
+    _same_scores(json.loads((run / "scores.json").read_text()),
+                 json.loads((tmp_path / "r2" / "scores.json").read_text()))
     capsys.readouterr()
     counts = _jsonl(tmp_path / "counts.jsonl", [{k: v for k, v in r.items() if k != "stage"} for r in rows
                                                  if r["stage"] == "count"])

@@ -193,7 +193,8 @@ def no_media(kind: str, sha: str) -> bytes:
     raise AssertionError("no media expected")
 
 
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/"
+                       "iZk9HQAAAABJRU5ErkJggg==")
 
 
 def requests(n: int, prompt: str = "hello") -> list[Request]:

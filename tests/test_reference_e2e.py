@@ -53,7 +53,8 @@ def _eval(spec: str, model: str, sets: list[str], tmp_path: Path) -> Path:
     if clip:  # a tiny random CLIP stands in for ViT-L-14, where the spec looks for it
         build_tiny_clip(tmp_path / CLIP_FOLDER, seed=0)
     cli("eval", SPECS / f"{spec}.toml", "--model", model, *args, "--set", "generation.max_new_tokens=4",
-        "-o", out, "--cache", tmp_path / "cache", "--store", tmp_path / "store", cwd=tmp_path if clip else None, check=True)
+        "-o", out, "--cache", tmp_path / "cache", "--store", tmp_path / "store",
+        cwd=tmp_path if clip else None, check=True)
     return out
 
 

@@ -171,6 +171,7 @@ def test_with_the_real_minilm_yes_and_no_pass_the_threshold_and_the_note_says_so
 
     items = [ScoredItem("q#0", "q", {}, {"answer": ["yes"]}, ("Yes.",)),
              ScoredItem("q#1", "q", {}, {"answer": ["yes"]}, ("No.",))]
-    result = METRICS.get("mmr3.all").score(MMR3Params(target="answer"), MetricInput(items, load_embedder("minilm"), "m"))
+    result = METRICS.get("mmr3.all").score(MMR3Params(target="answer"),
+                                           MetricInput(items, load_embedder("minilm"), "m"))
     assert result.rows[0]["Con"] == 100.0 and result.rows[0]["S_C"] == pytest.approx(73.03, abs=0.01)
     assert result.notes[0].startswith("WARNING: Con: 1 of 1 answer pairs are two answers of at most 2 words")

@@ -166,7 +166,8 @@ def test_keeping_more_than_there_are_keeps_them_all(tmp_path: Path) -> None:
     (("params.severity = 3", "params.severity = 7"), r"select\.probe\.params\.severity: .*less than or equal to 5"),
     (("keep = 2", "keep = 0"), r"select\.keep: .*greater than 0"),
     (('models = ["fake:a", "fake:b"]', 'models = ["hff:models/a"]'), r"select\.models\[0\]: unknown backend 'hff'"),
-    (('models = ["fake:a", "fake:b"]', 'models = ["espeak"]'), r"select\.models\[0\]: backend 'espeak' cannot do generate"),
+    (('models = ["fake:a", "fake:b"]', 'models = ["espeak"]'),
+     r"select\.models\[0\]: backend 'espeak' cannot do generate"),
     (('prompt = "a picture of"', 'prompt = "a picture of"\nembedder = "minilmm"'),
      r"select\.embedder: unknown embedder 'minilmm'\n  hint: did you mean 'minilm'"),
 ])

@@ -100,7 +100,8 @@ def test_malformed_row_is_named_or_skipped(tmp_path: Path) -> None:
 
 
 def test_a_pinned_source_that_changed_is_refused(tmp_path: Path) -> None:
-    spec = _mutated(tmp_path, 'loader = "mmcbench.text_table"', 'loader = "mmcbench.text_table"\npin = "' + "0" * 64 + '"')
+    spec = _mutated(tmp_path, 'loader = "mmcbench.text_table"',
+                    'loader = "mmcbench.text_table"\npin = "' + "0" * 64 + '"')
     message = _compile_fails(tmp_path, spec)
     assert "mini.toml:8 source.pin: source data changed" in message and "bump the version" in message
 

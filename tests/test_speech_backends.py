@@ -110,7 +110,8 @@ def test_asr_fingerprint_covers_weights_processor_and_decoding(whisper: Path, tm
     prints = [make_backend(spec, GREEDY, "speech-to-text").fingerprint() for spec in others]
     assert all(p != base for p in prints) and len({json.dumps(p, sort_keys=True) for p in prints}) == len(prints)
     # the spec's generation settings are for generate stages: greedy ASR does not read them
-    assert make_backend(f"hf-asr:{whisper}", Generation(temperature=1.0, seed=3), "speech-to-text").fingerprint() == base
+    backend = make_backend(f"hf-asr:{whisper}", Generation(temperature=1.0, seed=3), "speech-to-text")
+    assert backend.fingerprint() == base
 
 
 def test_asr_fails_before_any_request(whisper: Path, vits: Path, tmp_path: Path) -> None:

@@ -49,5 +49,6 @@ def test_inserting_a_grid_value_keeps_every_other_path(values: list[int], extra:
         return
     at = data.draw(st.integers(0, len(values)))
     before = {variant_segment("n", p, None) for p in _points({"v": values, "w": ["a", "b"]})}
-    after = {variant_segment("n", p, None) for p in _points({"v": [*values[:at], extra, *values[at:]], "w": ["a", "b"]})}
+    after = {variant_segment("n", p, None)
+             for p in _points({"v": [*values[:at], extra, *values[at:]], "w": ["a", "b"]})}
     assert before <= after and len(after - before) == 2

@@ -131,7 +131,8 @@ def test_backends_lists_each_backends_options() -> None:
 def test_backend_docs_name_exactly_the_options_each_backend_parses() -> None:
     from benchc.runtime.backends import BACKENDS
 
-    shipped = {name: cls for name, cls in BACKENDS.items() if not name.startswith("test-")}  # test modules register test-*
+    # test modules register test-*
+    shipped = {name: cls for name, cls in BACKENDS.items() if not name.startswith("test-")}
     assert set(BACKEND_DOCS) == set(shipped)
     for name, cls in shipped.items():
         assert set(BACKEND_DOCS[name].options) == set(getattr(cls, "OPTIONS", ())), name

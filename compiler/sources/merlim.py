@@ -155,7 +155,7 @@ class MerlimSource(SourceLoader):
             return Record(id=stem, fields=fields, media=_media(item, media))
         shown = _media(item, {name: files for name, files in media.items()
                               if name == ("original" if role == "original" else "image")})
-        return Record(id=f"{stem}/{role}", fields=fields, media={"image": ref for ref in shown.values()},
+        return Record(id=f"{stem}/{role}", fields=fields, media={"image": list(shown.values())[-1]} if shown else {},
                       attrs={"image": role, "pair": stem})
 
 

@@ -77,7 +77,7 @@ def parse_spec_text(text: str, path: Path, overrides: list[str]) -> LoadedSpec:
         spec = Spec.model_validate(raw)
     except ValidationError as exc:
         found = {p.key for p in problems}
-        problems += [p for err in exc.errors() for p in _problems_of(err, path, lines) if p.key not in found]
+        problems += [p for err in exc.errors() for p in _problems_of(dict(err), path, lines) if p.key not in found]
     if problems:
         raise SpecError(problems)
     return LoadedSpec(spec=spec, path=path, text=text, raw=raw, lines=lines)

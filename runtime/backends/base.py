@@ -161,7 +161,7 @@ class Backend(ABC):
         (e.g. "is the server up?" when nothing got through); None: nothing to add."""
         return None
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027  (an optional hook: by default there is nothing to load)
         """Load what answering needs (weights), so that a broken model fails before the first
         request; backends that load lazily (so a fingerprint costs no weights load) override it."""
 

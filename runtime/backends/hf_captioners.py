@@ -49,7 +49,8 @@ def load_parts(path: Path, model_type: str) -> CaptionerParts:
 
     from .hf_processor import pil_image_processor
 
-    return CaptionerParts(pil_image_processor(path, model_type), AutoTokenizer.from_pretrained(path, local_files_only=True))
+    return CaptionerParts(pil_image_processor(path, model_type),
+                          AutoTokenizer.from_pretrained(path, local_files_only=True))
 
 
 def prefix_ids(family: str, tokenizer: Any, model: Any, prompt: str) -> list[int]:

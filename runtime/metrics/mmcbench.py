@@ -158,7 +158,7 @@ class MMCBenchConsistency(Metric):
         emb = data.embedder.encode(texts)  # one batched call; the embedder memoises each string
         sims: dict[str, list[float]] = {}
         at = 0
-        for ref, others in anchored:
+        for _ref, others in anchored:
             anchor = emb[at]
             for offset, item in enumerate(others, start=1):
                 sims.setdefault(str(item.attrs.get(params.over)), []).append(float(anchor @ emb[at + offset]))
@@ -247,7 +247,7 @@ class MMCBenchCrossModal(Metric):
             clean_texts = clip.embed_texts([ref.prompt for ref, _ in anchored])
             images = clip.embed_images([self._read(data, "image", sha) for sha in shas])
         at = 0
-        for g, (ref, others) in enumerate(anchored):
+        for g, (_ref, others) in enumerate(anchored):
             for offset, item in enumerate(others, start=1):
                 corruption = str(item.attrs.get(params.over))
                 if params.task == "image2text":
