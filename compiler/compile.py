@@ -101,7 +101,7 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     store = ContentStore(Path(options.cache_dir))
     remove_stale_staging(store.root / "compiled")  # ... and in the memo
     try:
-        source = _load_source(resolved, loaded, store, options)
+        source = load_source(resolved, loaded, store, options)
         memo_key = _memo_key(resolved, source, model_pins, select_pins)
         memo_dir = store.root / "compiled" / memo_key
         hit = _memo_hit(memo_dir, Path(out_dir)) if options.use_memo else None
@@ -187,7 +187,7 @@ def data_roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
     return [loaded.path.resolve().parent, *(Path(r).resolve() for r in options.data_roots)]
 
 
-def _load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
+def load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
                  options: CompileOptions) -> LoadedSource:
     ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error,
                         spec_file=str(loaded.path))

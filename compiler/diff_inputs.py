@@ -119,7 +119,7 @@ def git_show(path: Path, rev: str, label: str) -> str:
     return done.stdout
 
 
-def _materialise(ref: Ref, scratch: Path, depth: int = 0) -> Path:
+def materialise(ref: Ref, scratch: Path, depth: int = 0) -> Path:
     """Write the spec at ``ref.rev`` (and the bases it extends, at the same revision) into
     ``scratch`` under its own name; returns the scratch spec file."""
     target = scratch / ref.path.name
@@ -132,7 +132,7 @@ def _materialise(ref: Ref, scratch: Path, depth: int = 0) -> Path:
         return target  # load_spec reports it, naming the file
     if isinstance(base, str) and depth < 16 and not Path(base).is_absolute() and ".." not in Path(base).parts:
         base_ref = Ref(f"{base}@{ref.rev}", ref.path.parent / base, ref.rev)
-        _materialise(base_ref, (scratch / base).parent, depth + 1)
+        materialise(base_ref, (scratch / base).parent, depth + 1)
     return target
 
 
@@ -217,7 +217,7 @@ def _spec_side(ref: Ref, scratch: Path, overrides: list[str], compiler: Compiler
     from .spec.parse import load_spec
 
     spec_dir = scratch / "spec"
-    path = _materialise(ref, spec_dir) if ref.rev else ref.path
+    path = materialise(ref, spec_dir) if ref.rev else ref.path
     roots = [ref.path.parent.resolve()] if ref.rev else []
     try:
         doc = spec_document(resolve(load_spec(path, overrides)))

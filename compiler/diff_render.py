@@ -28,7 +28,7 @@ def _value(value: Any) -> str:
     return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "..."
 
 
-def _change_line(change: Change) -> str:
+def change_line(change: Change) -> str:
     if change.kind == "added":
         return f"{change.path}: added {_value(change.after)}"
     if change.kind == "removed":
@@ -106,10 +106,10 @@ def _text(diff: Diff) -> str:
         out.append("spec:")
         for section, changes in _by_section(diff.spec).items():
             out.append(f"  {section}:")
-            out += [f"    {_change_line(c)}" for c in changes]
+            out += [f"    {change_line(c)}" for c in changes]
     if diff.lock:
         out.append("lock:")
-        out += [f"  {_change_line(c)}" for c in diff.lock]
+        out += [f"  {change_line(c)}" for c in diff.lock]
     if diff.items is not None and not diff.items.equal:
         out.append("items:")
         out += [f"  {line}" for line in _item_lines(diff.items)]

@@ -123,9 +123,9 @@ def lock_change_lines(committed: dict[str, Any], fresh: dict[str, Any],
                       prefixes: tuple[str, ...] = IDENTITY) -> list[str]:
     """``path: before -> after`` for the identity fields of two locks that differ."""
     from .diff import lock_changes
-    from .diff_render import _change_line
+    from .diff_render import change_line
 
-    return [_change_line(c) for c in lock_changes(committed, fresh) if c.path.startswith(prefixes)]
+    return [change_line(c) for c in lock_changes(committed, fresh) if c.path.startswith(prefixes)]
 
 
 def spec_change_lines(spec_path: Path, lock_file: Path, committed: dict[str, Any],
@@ -135,7 +135,7 @@ def spec_change_lines(spec_path: Path, lock_file: Path, committed: dict[str, Any
     [] when there are none; None when git cannot give that spec (outside git, never committed)."""
     from .compile import spec_document
     from .diff import spec_changes
-    from .diff_render import _change_line
+    from .diff_render import change_line
     from .resolve import resolve
     from .spec.parse import load_spec
 
@@ -143,7 +143,7 @@ def spec_change_lines(spec_path: Path, lock_file: Path, committed: dict[str, Any
     if before is None:
         return None
     now = now if now is not None else spec_document(resolve(load_spec(spec_path)))
-    return [_change_line(c) for c in spec_changes(before[1], now)]
+    return [change_line(c) for c in spec_changes(before[1], now)]
 
 
 def spec_drift_lines(spec_path: Path, lock_file: Path, committed: dict[str, Any]) -> tuple[list[str], str | None]:
@@ -180,14 +180,14 @@ def committed_spec_document(spec_path: Path, lock_file: Path) -> tuple[str, dict
     when the lock was never committed), resolved with this benchc; None when git has no such
     spec."""
     from .compile import spec_document
-    from .diff_inputs import Ref, _materialise
+    from .diff_inputs import Ref, materialise
     from .resolve import resolve
     from .spec.parse import load_spec
 
     rev = lock_revision(lock_file) or "HEAD"
     with tempfile.TemporaryDirectory(prefix="benchc-version-") as scratch:
         try:
-            copy = _materialise(Ref(f"{spec_path}@{rev}", Path(spec_path), rev), Path(scratch))
+            copy = materialise(Ref(f"{spec_path}@{rev}", Path(spec_path), rev), Path(scratch))
             return rev, spec_document(resolve(load_spec(copy)))
         except BenchcError:
             return None

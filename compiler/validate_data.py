@@ -22,7 +22,7 @@ from typing import Any
 from jinja2 import TemplateSyntaxError, nodes
 
 from .cas import ContentStore
-from .compile import CompileOptions, _load_source, data_roots
+from .compile import CompileOptions, load_source, data_roots
 from .errors import BenchcError, Problem, ProblemList, SourceError, SpecError
 from .paths import resolve_in_roots
 from .registry import did_you_mean
@@ -174,7 +174,7 @@ def _load(resolved: Resolved, options: CompileOptions, problems: ProblemList) ->
     with tempfile.TemporaryDirectory(prefix="benchc-validate-") as folder:
         store = ContentStore(Path(folder), durable=False)
         try:
-            return _load_source(resolved, resolved.loaded, store, options)
+            return load_source(resolved, resolved.loaded, store, options)
         except BenchcError as exc:
             for problem in exc.problems:
                 problems.add(_located(resolved.loaded, problem))

@@ -32,3 +32,81 @@ def test_every_metric_schema_has_an_implementation() -> None:
     from benchc.runtime.metrics import METRICS
 
     assert list(METRIC_SCHEMAS) == list(METRICS)
+
+
+# --- module graph: no import cycle, no private names across modules ----------------------------
+
+PACKAGES = {"benchc": "benchc", "benchc.compiler": "compiler", "benchc.runtime": "runtime"}
+
+
+def _modules() -> dict[str, object]:
+    """Module name -> its file, as setup.py installs them (compiler/ is benchc.compiler)."""
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _target(module: str, path, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _top_level_imports(module: str, path, modules: dict) -> set[str]:
+    """The benchc modules ``module`` imports when it is loaded (function-level and TYPE_CHECKING
+    imports are not part of the load)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            continue
+        for inner in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            if isinstance(inner, ast.ImportFrom):
+                target = _target(module, path, inner)
+                found.update(f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target
+                             for a in inner.names)
+            elif isinstance(inner, ast.Import):
+                found.update(a.name for a in inner.names)
+    return {name for name in found if name in modules and name != module}
+
+
+def test_no_import_cycle() -> None:
+    modules = _modules()
+    graph = {name: _top_level_imports(name, path, modules) for name, path in modules.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*trail[trail.index(dep):], dep]))
+            if dep not in state:
+                visit(dep, [*trail, dep])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A benchc module's _private names are its own: what another module needs is public."""
+    modules = _modules()
+    offenders = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _target(name, path, node)
+            if source.split(".")[0] != "benchc":
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.endswith("__"):
+                    offenders.append(f"{path.relative_to(ROOT)}: from {source} import {alias.name}")
+    assert not offenders, offenders

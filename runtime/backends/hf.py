@@ -90,7 +90,6 @@ generator per row, which ``generate`` does not offer.)
 from __future__ import annotations
 
 import inspect
-import io
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -103,6 +102,7 @@ from benchc.compiler.errors import BackendError, Problem
 
 from . import hf_batching, hf_captioners, hf_prefix, hf_processor
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from .media import decode_image
 
 CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
 
@@ -175,16 +175,6 @@ def _is_image_text_to_text(config: Any) -> bool:
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
     return type(config) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
-
-
-def _image(data: bytes, sha256: str) -> Any:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        return Image.open(io.BytesIO(data)).convert("RGB")
-    except (UnidentifiedImageError, OSError) as exc:
-        raise BackendError(Problem(f"hf: image {sha256[:12]} cannot be decoded: {exc}",
-                                   hint="the compile cache may be damaged; recompile with a fresh --cache")) from None
 
 
 BATCHING_REVISION = 2
@@ -430,7 +420,7 @@ class HFVision(Backend):
         for request in requests:
             shas = [sha for kind, sha in request.media if kind == "image"]
             self._check_images(request, len(shas))
-            images += [_image(load_media("image", s), s) for s in shas]
+            images += [decode_image(load_media("image", s), s) for s in shas]
             texts.append(self._text(request, len(shas)))
         if self.takes_images:
             encoded = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)

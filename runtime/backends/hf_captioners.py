@@ -80,7 +80,7 @@ def _generate_kwargs(backend: Any) -> dict[str, Any]:
 
 def generate(backend: Any, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
     """Captions for ``requests`` (each with one image), in groups of equal prefix length."""
-    from .hf import _image
+    from .media import decode_image
 
     parts: CaptionerParts = backend.processor
     prefixes = []
@@ -93,7 +93,7 @@ def generate(backend: Any, requests: list[Request], load_media: MediaLoader, see
         groups.setdefault(len(prefix), []).append(index)
     answers: dict[int, Response] = {}
     for indices in groups.values():
-        images = [_image(load_media("image", sha), sha) for i in indices
+        images = [decode_image(load_media("image", sha), sha) for i in indices
                   for kind, sha in requests[i].media if kind == "image"]
         pixels = parts.image_processor(images=images, return_tensors="pt")["pixel_values"]
         ids = backend.torch.tensor([prefixes[i] for i in indices])

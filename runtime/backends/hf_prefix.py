@@ -53,7 +53,7 @@ class Encoded:
 def encode_alone(backend: Any, requests: list[Request], load_media: MediaLoader) -> list[Encoded]:
     """Each request's tokens unpadded, from one processor call over the batch (each image is
     decoded once and processed once per request that shows it, as in the unshared path)."""
-    from .hf import _image
+    from .media import decode_image
 
     torch = backend.torch
     texts, images, counts, decoded = [], [], [], {}
@@ -62,7 +62,7 @@ def encode_alone(backend: Any, requests: list[Request], load_media: MediaLoader)
         backend._check_images(request, len(shas))
         for sha in shas:
             if sha not in decoded:
-                decoded[sha] = _image(load_media("image", sha), sha)
+                decoded[sha] = decode_image(load_media("image", sha), sha)
         images += [decoded[sha] for sha in shas]
         texts.append(backend._text(request, len(shas)))
         counts.append(len(shas))
