@@ -241,6 +241,9 @@ LOCAL_DTYPE = "one of: float32, float16, bfloat16 (default float32)"
 BACKEND_DOCS: dict[str, BackendDoc] = {
     # Read from each backend's option parsing (runtime/backends/*.py: OPTIONS, *_option calls);
     # tests/test_vocabulary.py checks that the names match each backend's OPTIONS.
+    "echo": BackendDoc(
+        "none", "Answers each prompt with the prompt itself, or a fixed answer: needs nothing (tutorials, "
+        "smoke tests of a spec)", {"answer": "a fixed answer for every request (default: the prompt)"}),
     "hf": BackendDoc(
         "/path/to/model (a folder saved with save_pretrained)",
         "Image-text-to-text and text models through transformers, from a local folder",

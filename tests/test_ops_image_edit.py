@@ -26,7 +26,7 @@ from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import BenchcError, OpError, SpecError
 from benchc.compiler.media import image_identity, load_image, put_image
 from benchc.compiler.ops import OPS, OpContext, OpOutput
-from benchc.compiler.ops._pretrained import folder_digest
+from benchc.compiler.identity import folder_digest
 from benchc.compiler.ops.image_edit import PALETTE, iou, recolor
 from benchc.compiler.seeds import rng_for
 from benchc.compiler.sources.base import SourceContext

@@ -2,7 +2,7 @@
 
 A model is a folder written by ``save_pretrained`` (config.json, weights, preprocessor config)
 inside the data roots, named by an op's ``params.model`` and pinned by ``params.sha256``: the
-sha256 of the folder listing described in :func:`folder_digest`. The digest is part of the
+sha256 of the folder listing of :func:`benchc.compiler.identity.folder_digest`. The digest is part of the
 params, so it is part of every node key: other weights under the same path give new keys, never
 a cached result of the old ones. A wrong or missing digest is refused with the actual one in the
 message, so the first run tells the user what to pin.
@@ -13,7 +13,6 @@ Nothing is downloaded: models load with ``local_files_only=True``.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,39 +21,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
-from ..canonical import digest_file
+from ..identity import folder_digest
 from ..errors import OpError, Problem
 from .base import OpContext
 
 if TYPE_CHECKING:
     import torch
-
-
-def folder_digest(path: Path) -> str:
-    """sha256 of a model: for a file, of its bytes; for a folder, of the lines
-    ``<sha256 of file>  <path relative to the folder>\\n`` (POSIX paths, sorted by path, every
-    file below the folder, links followed): the output of ``sha256sum`` over the sorted file
-    list, so ``(cd DIR && find -L . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n'
-    sha256sum) | sha256sum`` gives the same digest."""
-    if path.is_file():
-        return _file_digest(str(path), *_stamp(path))
-    files = sorted((p for p in path.rglob("*") if p.is_file()),
-                   key=lambda p: p.relative_to(path).as_posix().encode())
-    listing = "".join(f"{_file_digest(str(p), *_stamp(p))}  {p.relative_to(path).as_posix()}\n"
-                      for p in files)
-    return hashlib.sha256(listing.encode()).hexdigest()
-
-
-def _stamp(path: Path) -> tuple[int, int, int, int]:
-    stat = path.stat()
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
-
-
-@functools.lru_cache(maxsize=256)
-def _file_digest(path: str, inode: int, size: int, mtime_ns: int, ctime_ns: int) -> str:
-    """Cached per (path, inode, size, times): a process hashes each weights file once, and
-    again whenever it is rewritten."""
-    return digest_file(path)
 
 
 def pinned_model(ctx: OpContext, model: str | None, sha256: str | None, user: str) -> Path:

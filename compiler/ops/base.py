@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from functools import cache
-from importlib import metadata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -18,18 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..cas import ContentStore
 from ..errors import OpError, Problem
+from ..identity import installed_version
 from ..model_steps import ModelPrompt
 from ..paths import resolve_in_roots
 from ..registry import Registry
 from ..values import Kind, Record, Value
-
-
-@cache
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 OPENCV = "opencv-python-headless"
@@ -38,7 +29,7 @@ OPENCV = "opencv-python-headless"
 
 def library_versions(names: Iterable[str]) -> dict[str, str]:
     """Installed version of each distribution, "not installed" where it is absent."""
-    return {name: _version(name) for name in sorted(set(names))}
+    return {name: installed_version(name) for name in sorted(set(names))}
 
 
 class OpParams(BaseModel):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.registry import Registry
+from benchc.compiler.registry import Registry, did_you_mean
 from benchc.compiler.spec.models import Generation
 
 
@@ -209,8 +209,10 @@ class Backend(ABC):
     def check_options(self, known: set[str]) -> None:
         unknown = sorted(set(self.options) - known)
         if unknown:
+            close = [hint for name in unknown if (hint := did_you_mean(name, sorted(known)))]
+            listed = f"known options: {', '.join(sorted(known)) or 'none'}"
             raise BackendError(Problem(f"backend {self.name!r}: unknown option(s) {', '.join(unknown)}",
-                                       hint=f"known options: {', '.join(sorted(known)) or 'none'}"))
+                                       hint="; ".join([*close, listed])))
 
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")

@@ -93,18 +93,17 @@ import inspect
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.identity import folder_digest, installed_version
+from benchc.compiler.identity import request_seed as identity_seed
 
 from . import hf_batching, hf_captioners, hf_prefix, hf_processor
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 from .media import decode_image
 
-CONFIG_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".safetensors", ".bin")
 
 
 @dataclass(frozen=True)
@@ -136,28 +135,16 @@ PROMPT_FORMS: dict[str, PromptForm] = {
 """Prompt rules of the families without a chat template, by ``config.model_type``."""
 
 
-@lru_cache(maxsize=8)
 def model_digest(path: str) -> str:
-    """Digest of every weight, config, processor and tokenizer file of a model folder."""
-    root = Path(path)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in CONFIG_SUFFIXES)
-    return digest({p.relative_to(root).as_posix(): digest_file(p) for p in files})
+    """Digest of a model folder: every file in it, by the one folder recipe (compiler.identity)."""
+    return folder_digest(Path(path))
 
 
 def request_seed(request: Request, base: int | None) -> int:
     """A sampling seed from the request's content and sample index, never from its batch; a
     request's own seed (a compile-time model step's variant) replaces the base."""
     seed = request.seed if request.seed is not None else (base or 0)
-    content = {"kind": "hf-sample-seed", "seed": seed, "prompt": request.prompt,
-               "system": request.system, "media": [list(m) for m in request.media], "sample": request.sample}
-    return int(digest(content)[:15], 16)
-
-
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+    return identity_seed("hf-sample-seed", seed, request.prompt, request.system, request.media, request.sample)
 
 
 @lru_cache(maxsize=32)
@@ -318,9 +305,9 @@ class HFVision(Backend):
         g = self.generation
         out: dict[str, Any] = {
             "backend": self.name, "model": model_digest(str(self.path)),
-            "transformers": metadata.version("transformers"), "torch": metadata.version("torch"),
+            "transformers": installed_version("transformers"), "torch": installed_version("torch"),
             # with torchvision, transformers 5 picks the fast image processors (other pixels)
-            "torchvision": _version("torchvision"),
+            "torchvision": installed_version("torchvision"),
             "dtype": self.dtype_name, "device": self._device_identity(),
             "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
 from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.identity import installed_version
 from benchc.compiler.spec.models import Generation
 
 from .base import Backend, BackendSpec
@@ -38,11 +38,8 @@ def require_module(backend: str, module: str, hint: str) -> None:
 
 
 def package_version(name: str) -> str:
-    """An installed distribution's version, or "missing" (for fingerprints)."""
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "missing"
+    """An installed distribution's version, or "not installed" (compiler.identity's one recipe)."""
+    return installed_version(name)
 
 
 def model_folder(backend: str, target: str, marker: str, usage: str) -> Path:

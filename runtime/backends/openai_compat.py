@@ -118,7 +118,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from benchc.compiler.canonical import digest
+from benchc.compiler.identity import request_seed as identity_seed
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.registry import did_you_mean
 
@@ -148,10 +148,8 @@ def request_seed(request: Request, base: int | None) -> int:
     """A per-request seed from the request's content and sample index (31 bits: every server
     accepts it); a request's own seed (a compile-time model step's variant) replaces the base."""
     own = getattr(request, "seed", None)
-    content = {"kind": "openai-sample-seed", "seed": own if own is not None else (base or 0),
-               "prompt": request.prompt,
-               "system": request.system, "media": [list(m) for m in request.media], "sample": request.sample}
-    return int(digest(content)[:8], 16) & 0x7FFFFFFF
+    return identity_seed("openai-sample-seed", own if own is not None else (base or 0), request.prompt,
+                         request.system, request.media, request.sample, bits=31)
 
 
 def parse_rate(text: str) -> float:

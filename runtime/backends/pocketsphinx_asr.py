@@ -23,7 +23,6 @@ reused decoder matched a fresh one on every clip in every order (tests/test_stat
 
 from __future__ import annotations
 
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,19 +30,13 @@ from typing import Any
 import numpy as np
 import soxr
 
-from benchc.compiler.canonical import digest, digest_file
 from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.identity import folder_digest
 from benchc.compiler.media import read_wav
 
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 
 RATE = 16_000
-
-
-@lru_cache(maxsize=1)
-def _model_digest(model_dir: str) -> str:
-    files = sorted(p for p in Path(model_dir).rglob("*") if p.is_file())
-    return digest({p.relative_to(model_dir).as_posix(): digest_file(p) for p in files})
 
 
 class PocketSphinx(Backend):
@@ -65,7 +58,7 @@ class PocketSphinx(Backend):
 
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": self.name, "version": metadata.version("pocketsphinx"),
-                "model": _model_digest(self.model_dir), "rate": RATE,
+                "model": folder_digest(Path(self.model_dir)), "rate": RATE,
                 # transcripts made with a front end that carried state across clips are never
                 # served again: each clip now starts from a fresh front end
                 "stateless": 1}

@@ -1,0 +1,30 @@
+"""``echo``: a backend that needs nothing: it answers each prompt with the prompt itself, or
+with a fixed ``answer=``. For tutorials, smoke tests of a new spec (every stage answers, every
+metric scores) and tests; its numbers are a spec's floor, not a model's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+
+
+class Echo(Backend):
+    name = "echo"
+    tasks = frozenset({"generate"})
+    batch_size = 64
+    OPTIONS = {"answer"}
+
+    def __init__(self, spec: BackendSpec, generation: Any) -> None:
+        super().__init__(spec, generation)
+        self.check_options(self.OPTIONS)
+        self.answer = self.options.get("answer")
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": self.name, "answer": self.answer}
+
+    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+        return [Response("text", text=r.prompt if self.answer is None else self.answer) for r in requests]
+
+
+BACKENDS.register(Echo.name, Echo)
