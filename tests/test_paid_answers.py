@@ -50,9 +50,10 @@ from specfiles import TABLE, write_mini
 KEY_ENV = "BENCHC_TEST_PAID_KEY"
 KEY = "sk-paid-" + secrets.token_hex(16)
 MODEL = "paid-model"
-SEED = 20261218
-"""Picked so that three requests meet a fault on all three attempts of the first run (so it fails
-them, and keeps the rest), and the first rerun finishes."""
+SEED = 1
+"""Picked so that every kind of fault is met, two requests meet a fault on all three attempts of
+the first run (so it fails them, and keeps the rest), and the first rerun finishes. (The draws
+read each request's sampling seed: identity recipes 2 moved them, so the seed was picked again.)"""
 
 
 # -- the imitation server -----------------------------------------------------------------------
@@ -374,8 +375,8 @@ def test_thirty_percent_faults_lose_no_answer_and_three_reruns_finish(manifest: 
         assert 0.2 < faulty < 0.4
         # the seed makes the first run fail some requests: its message counts them by class
         assert len(failures) == 1, failures  # the seed's doing (see SEED)
-        assert f"answer (openai:{MODEL}," in failures[0] and f"3 of {ITEMS} requests failed: " in failures[0]
-        assert "the 37 answers that came back are stored" in failures[0]
+        assert f"answer (openai:{MODEL}," in failures[0] and f"2 of {ITEMS} requests failed: " in failures[0]
+        assert "the 38 answers that came back are stored" in failures[0]
         assert "rerun the same command to resume" in failures[0]
         assert "base_url" not in failures[0].split("hint:", 1)[1]  # (the label names the backend's base_url)
         rows = pl.read_parquet(tmp_path / f"run{len(failures)}" / "responses.parquet")
