@@ -6,14 +6,12 @@ edited item with its own expected answer, each original item "No." and each nega
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from benchc.cli import main
-from benchc.runtime.report_tables import read_csv
 from conftest import ROOT
+from support.papers import reproduce_fresh, table
 
 # 8 runs compiled, imported and scored: about 11 s on 2 cores
 
@@ -23,29 +21,10 @@ GROUPS = ("WebQA perturbed", "WebQA conflicting", "WebQA counterfactual", "VQAv2
           "OK-VQA counterfactual")
 
 
-def _fresh(folder: Path) -> Path:
-    """papers/koala.toml and its folder as a fresh clone has them, the runs under ``folder``."""
-    shutil.copytree(ROOT / "papers" / "koala", folder / "papers" / "koala")
-    text = (ROOT / "papers" / "koala.toml").read_text()
-    paper = folder / "papers" / "koala.toml"
-    paper.write_text(text.replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/koala/', f'"{folder}/runs/'))
-    return paper
-
-
-def _table(path: Path) -> dict[str, dict[str, str]]:
-    header, cells = read_csv(path.read_text())
-    return {row[0]: dict(zip(header, row, strict=True)) for row in cells}
-
-
 def test_the_koala_paper_reproduces_and_its_cells_are_the_hand_counts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    paper = _fresh(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    code = main(["reproduce", str(paper)])
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
-    assert out.count("made run ") == 8 and "all 6 file(s) match the recorded hashes" in out
-    results = _table(tmp_path / "papers" / "koala" / "results.csv")
+    output = reproduce_fresh(tmp_path, "koala", monkeypatch, capsys, runs=8, files=6)
+    results = table(output / "results.csv")
     assert list(results) == ["refuser", "echo"]
     for model, row in results.items():
         for group in GROUPS:
@@ -69,7 +48,7 @@ def test_the_koala_paper_reproduces_and_its_cells_are_the_hand_counts(
         for group, values in groups.items():
             got = tuple(float(results[model][f"{group}/{c}"]) for c in CELLS[2:])
             assert got == values, (model, group, got)
-    table4 = _table(tmp_path / "papers" / "koala" / "table4.csv")
+    table4 = table(output / "table4.csv")
     # negative samples: the refusal is an acknowledgment, "no" is not (count_no is off by default)
     assert {m: [float(v) for k, v in row.items() if k != "model"] for m, row in table4.items()} == {
         "refuser": [100.0] * 4, "echo": [0.0] * 4}

@@ -6,36 +6,18 @@ and MERLIM's released annotations."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchc.cli import main
-from benchc.runtime.report_tables import read_csv
-from conftest import ROOT, SPECS
+from conftest import SPECS
+from support.papers import numbers, reproduce_fresh, table
 
 DATA = SPECS / "merlim" / "data"
 RELATIONS = {"Random Set": "rel_task_set_eval_random_v3_first25imgs.json",
              "Curated Set": "rel_task_set_eval_curated_v3_first25imgs.json"}
 COUNTING_IMAGES = [724, 872, 1296, 1490, 1503, 1993, 5992]  # counting.toml's filter
-
-
-def _fresh_paper(folder: Path) -> Path:
-    """papers/ as a fresh clone has it (no out/merlim), the runs and manifests made under ``folder``."""
-    papers = folder / "papers"
-    shutil.copytree(ROOT / "papers", papers)
-    paper = papers / "merlim.toml"
-    text = paper.read_text().replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/merlim/',
-                                                                                   f'"{folder}/out/')
-    paper.write_text(text)
-    return paper
-
-
-def _table(path: Path) -> dict[str, dict[str, float]]:
-    header, cells = read_csv(path.read_text())
-    return {row[0]: {h: float(v) for h, v in zip(header[1:], row[1:], strict=True)} for row in cells}
 
 
 def _released(name: str) -> list[dict]:
@@ -44,15 +26,9 @@ def _released(name: str) -> list[dict]:
 
 def test_merlim_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    paper = _fresh_paper(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    code = main(["reproduce", str(paper)])
-    out, err = capsys.readouterr()
-    assert code == 0, err + out
-    assert out.count("from its [run.make]") == 6 and "all 6 file(s) match the recorded hashes" in out
-    output = paper.parent / "merlim"
+    output = reproduce_fresh(tmp_path, "merlim", monkeypatch, capsys, runs=6, files=6)
 
-    table2 = _table(output / "table2.csv")
+    table2 = {label: numbers(row) for label, row in table(output / "table2.csv").items()}
     yes, right = table2["always-yes"], table2["originals-only"]
     for part, name in RELATIONS.items():
         items = _released(name)
@@ -72,7 +48,7 @@ def test_merlim_paper_reproduces_and_its_cells_are_counted_by_hand(
         assert [right[f"{part}/{c}"] for c in ("Acc_org", "Acc_ed", "dAcc")] == [100.0, 0.0, 100.0]
         assert [right[f"{part}, negated/{c}"] for c in ("Acc_org", "Acc_ed")] == [100.0, 0.0]
 
-    counting = _table(output / "counting.csv")
+    counting = {label: numbers(row) for label, row in table(output / "counting.csv").items()}
     per_image = json.loads((DATA / "in_data_v3_sample50imgs.json").read_text())
     left = np.array([i["removed_obj"]["num_rem_obj"] for k in COUNTING_IMAGES for i in per_image[str(k)]])
     # 20 items: 10 with no instance left, 7 with one, 3 with four; truth original = left + 1, edited = left

@@ -12,34 +12,18 @@ committed, hand-built answers, and every cell is the count made by hand:
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from benchc.cli import main
 from benchc.runtime.embed import load_embedder
-from benchc.runtime.report_tables import read_csv
-from conftest import ROOT
+from support.papers import reproduce_fresh, table
 
 COLUMNS = {("hard", "heavy"): "Hard Heavy/score", ("hard", "light"): "Hard Light/score",
            ("random", "heavy"): "Random Heavy/score", ("random", "light"): "Random Light/score"}
 ROBUST = {"heavy": 11, "light": 19}  # character-level; light: + word-level
-
-
-def _fresh(folder: Path) -> Path:
-    """papers/mmcbench.toml as a fresh clone has it, with its runs made under ``folder``."""
-    papers = folder / "papers"
-    papers.mkdir()
-    shutil.copytree(ROOT / "papers" / "mmcbench", papers / "mmcbench",
-                    ignore=shutil.ignore_patterns("drift"))
-    text = (ROOT / "papers" / "mmcbench.toml").read_text()
-    text = text.replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/mmcbench/', f'"{folder}/runs/')
-    paper = papers / "mmcbench.toml"
-    paper.write_text(text)
-    return paper
 
 
 def _hand_counts(manifest: Path) -> dict[tuple[str, str], float]:
@@ -62,16 +46,11 @@ def _hand_counts(manifest: Path) -> dict[tuple[str, str], float]:
 
 def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    paper = _fresh(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    code = main(["reproduce", str(paper)])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert out.count("from its [run.make]") == 3 and "all 5 file(s) match the recorded hashes" in out
+    output = reproduce_fresh(tmp_path, "mmcbench", monkeypatch, capsys, runs=3, files=5)
 
-    header, cells = read_csv((paper.parent / "mmcbench" / "table4.csv").read_text())
-    rows = {row[0]: dict(zip(header, row, strict=True)) for row in cells}
-    assert header == ["model", *COLUMNS.values(), "Average"] and set(rows) == {"oracle", "silent", "char-robust"}
+    rows = table(output / "table4.csv")
+    assert list(next(iter(rows.values()))) == ["model", *COLUMNS.values(), "Average"]
+    assert set(rows) == {"oracle", "silent", "char-robust"}
     for model in ("oracle", "silent"):
         for column in [*COLUMNS.values(), "Average"]:
             assert float(rows[model][column]) == pytest.approx(2300, abs=0.01), (model, column)
@@ -79,10 +58,9 @@ def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
     for key, column in COLUMNS.items():
         assert float(rows["char-robust"][column]) == pytest.approx(expected[key], abs=0.01), column
     assert float(rows["char-robust"]["Average"]) == pytest.approx(np.mean(list(expected.values())), abs=0.01)
-    assert [row[0] for row in cells][-1] == "char-robust"  # sorted by the average, best first
+    assert list(rows)[-1] == "char-robust"  # sorted by the average, best first
 
-    header, cells = read_csv((paper.parent / "mmcbench" / "table4_char_robust.csv").read_text())
-    per = {row[0]: dict(zip(header, row, strict=True)) for row in cells}
+    per = table(output / "table4_char_robust.csv")
     assert len(per) == 23
     for label in ("heavy/hard", "heavy/random", "light/hard", "light/random"):
         hundreds = sum(1 for row in per.values() if float(row[label]) == pytest.approx(100, abs=0.01))

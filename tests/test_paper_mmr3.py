@@ -6,7 +6,6 @@ its cells are the counts made here by hand from the answers' rules (papers/mm_r3
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -16,10 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchc.cli import main
 from benchc.runtime.embed import load_embedder
-from benchc.runtime.report_tables import read_csv
-from conftest import ROOT
+from support.papers import numbers, reproduce_fresh, table
 
 TASKS = ("Question Rephrasing", "Image Restyling", "Context Reasoning")
 # The targets of the scored answers (each spec's manifest, counted once by hand; the Sampling
@@ -49,23 +46,6 @@ def _targets(manifest: Path) -> Counter[str]:
                    if not i.endswith("[index=0]"))  # question rephrasing scores the rephrasings only
 
 
-def _fresh_paper(folder: Path) -> Path:
-    """papers/ as a fresh clone has it (no out/mm_r3), the runs and manifests made under ``folder``."""
-    papers = folder / "papers"
-    shutil.copytree(ROOT / "papers", papers, ignore=shutil.ignore_patterns("drift"))
-    paper = papers / "mm_r3.toml"
-    text = paper.read_text().replace('"../specs/', f'"{ROOT / "specs"}/').replace('"../out/mm_r3/',
-                                                                                   f'"{folder}/out/')
-    paper.write_text(text)
-    return paper
-
-
-def _table(path: Path) -> dict[str, dict[str, float | None]]:
-    header, cells = read_csv(path.read_text())
-    return {row[0]: {h: float(v) if v != "" else None for h, v in zip(header[1:], row[1:], strict=True)}
-            for row in cells}
-
-
 def _constant_s_gt(embedder: Any, task: str) -> float:
     """S_GT of "zebra": the mean over answers of its cosine with the answer's target, x100."""
     counts = TARGETS[task]
@@ -76,24 +56,18 @@ def _constant_s_gt(embedder: Any, task: str) -> float:
 
 def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    paper = _fresh_paper(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    code = main(["reproduce", str(paper)])
-    out, err = capsys.readouterr()
-    assert code == 0, err + out
-    assert out.count("from its [run.make]") == 12 and "all 6 file(s) match the recorded hashes" in out
-    output = paper.parent / "mm_r3"
+    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=12, files=6)
     embedder = load_embedder("minilm")
 
     for name in ("table2", "table2_sampling"):
-        table = _table(output / f"{name}.csv")
-        assert list(table) == ["oracle", "constant"]
-        oracle, constant = table["oracle"], table["constant"]
+        rows = {label: numbers(row) for label, row in table(output / f"{name}.csv").items()}
+        assert list(rows) == ["oracle", "constant"]
+        oracle, constant = rows["oracle"], rows["constant"]
         for task in TASKS:
             # the hand counts of the targets are the manifests' (groups per target)
             spec = SPEC_FILES[task] + ("" if name == "table2" else "_sampling")
             per_group = PER_GROUP.get((name, task), 1)  # Sampling: one item a group, 4 samples
-            assert _targets(tmp_path / "out" / f"oracle-{spec}.manifest") == Counter(
+            assert _targets(tmp_path / "runs" / f"oracle-{spec}.manifest") == Counter(
                 {t: n * per_group for t, n in TARGETS[task].items()}), (name, task)
             single = name == "table2" and task == "Image Restyling"  # one answer a group: no pair
             # oracle: every answer is its target (substring: Acc 100; cosine 1: S_GT 100), the
