@@ -8,7 +8,8 @@ does, so the semantics are the same: a kill loses only the batches in flight, a 
 for what is missing, and Ctrl-C cancels the queued batches, lets the running ones finish and
 commits them. Both executors store the same answers under the same keys, the answers of a batch
 in which some requests failed (``BatchFailures`` travels back from the actor as itself), and
-claim each batch in the store before it is handed out (``executor.Ledger``).
+claim each batch in the store before it is handed out: ``RayStrategy`` is one of the executor's
+strategies (``ledger.Strategy``), and commits through the same ``ledger.Ledger`` as the others.
 
 Media travel by path, not by value: actors read item media from the compile cache and earlier
 stages' audio from the store's blob folder, at the driver's absolute paths, and start in the
@@ -36,15 +37,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from benchc.compiler.errors import BenchcError, Problem, RunError
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
 from .backends.base import BatchFailures
-from .executor import Advance, Ledger, MediaSource
-from .store import ResponseStore
+from .ledger import Ledger, Outcome, Strategy
+from .media import MediaSource
 
 RESUME_HINT = "batches that finished are saved in the store; rerun the same command to resume"
 SHARED_FS_HINT = ("a cluster of several machines needs --cache, --store and model folders on a filesystem "
@@ -110,20 +111,29 @@ class BackendActor:
         return self.backend.run_batch(batch, self.media)
 
 
-def execute_ray(backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource,
-                workers: int, address: str | None) -> None:
-    """Answer ``batches`` on ``workers`` actors of one backend each; commit each as it finishes."""
-    ray = import_ray()
-    gpu = uses_cuda(backend)
-    with ray_session(ray, address, workers):
-        check_resources(ray, workers, gpu)
-        actors = _start_actors(ray, backend, media, min(workers, len(batches)), gpu)
-        try:
-            _check_actors(ray, actors, backend, batches[0])
-            _dispatch(ray, actors, batches, ledger.store, backend.name, ledger.advance, ledger)
-        finally:
-            for actor in actors:
-                ray.kill(actor)
+class RayStrategy(Strategy):
+    """``--executor ray``: ``workers`` actors of one backend each on the cluster at ``address``
+    (None: a local cluster started for the stage)."""
+
+    takes_address: ClassVar[bool] = True
+
+    @classmethod
+    def check(cls) -> None:
+        import_ray()
+
+    def run(self, backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource) -> None:
+        """Answer ``batches`` on the actors; commit each as it finishes."""
+        ray = import_ray()
+        gpu = uses_cuda(backend)
+        with ray_session(ray, self.address, self.workers):
+            check_resources(ray, self.workers, gpu)
+            actors = _start_actors(ray, backend, media, min(self.workers, len(batches)), gpu)
+            try:
+                _check_actors(ray, actors, backend, batches[0])
+                _dispatch(ray, actors, batches, ledger)
+            finally:
+                for actor in actors:
+                    ray.kill(actor)
 
 
 @contextmanager
@@ -189,11 +199,9 @@ def _check_actors(ray: Any, actors: list[Any], backend: Backend, first: list[Req
                                         "the same engine versions, model files and GPU model"))
 
 
-def _dispatch(ray: Any, actors: list[Any], batches: list[list[Request]], store: ResponseStore, name: str,
-              advance: Advance, ledger: Ledger | None = None) -> None:
+def _dispatch(ray: Any, actors: list[Any], batches: list[list[Request]], ledger: Ledger) -> None:
     """Keep every actor busy; commit each batch as it finishes, and on any exit salvage the rest.
     A batch is claimed (``ledger.claim``) when it is handed out; none is after a backend stopped."""
-    ledger = ledger or Ledger(store, name, advance)
     queue = deque(batches)
     pending: dict[Any, tuple[Any, list[Request]]] = {}
 
@@ -212,7 +220,7 @@ def _dispatch(ray: Any, actors: list[Any], batches: list[list[Request]], store: 
             [ref], _ = ray.wait(list(pending), num_returns=1)
             actor, batch = pending.pop(ref)
             try:
-                result: list[Response] | BatchFailures = _result(ray, ref)
+                result: Outcome = _result(ray, ref)
             except BatchFailures as failed:
                 result = failed
             ledger.commit(batch, result)
@@ -230,7 +238,7 @@ def _salvage(ray: Any, pending: dict[Any, tuple[Any, list[Request]]], ledger: Le
         ray.cancel(ref)
     for ref, (_, batch) in pending.items():
         try:
-            answers: list[Response] | BatchFailures = ray.get(ref)
+            answers: Outcome = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
             if not isinstance(getattr(exc, "cause", None), BatchFailures):
                 continue  # failed: it stays missing and a rerun asks for it

@@ -29,6 +29,7 @@ from benchc.compiler.errors import BackendError, RunError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import BackendSpec, Request, Response, make_backend
 from benchc.runtime.executor import LOCAL, ExecutorChoice, MediaSource
+from benchc.runtime.ledger import Ledger
 from benchc.runtime.ray_executor import (BackendActor, _check_actors, _dispatch, _result, _start_actors,
                                          actor_spec, check_resources, ray_session, uses_cuda)
 from benchc.runtime.run import RunOptions
@@ -272,7 +273,7 @@ def test_ctrl_c_cancels_queued_batches_and_commits_running_ones(tmp_path: Path) 
     batches = [[Request(f"b{i}r{j}", "speech-to-text", "") for j in range(2)] for i in range(6)]
     try:
         with pytest.raises(KeyboardInterrupt):
-            _dispatch(ray, [ray.actor(), ray.actor()], batches, store, "fake", lambda n: None)
+            _dispatch(ray, [ray.actor(), ray.actor()], batches, Ledger(store, "fake", lambda n: None))
         stored = sorted(store.get_many([r.key for b in batches for r in b]))
     finally:
         store.close()
