@@ -62,9 +62,18 @@ def _options(version: Annotated[bool, typer.Option("--version", "-V", is_eager=T
                                                    help="print benchc's version and exit")] = False,
              verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, show_default=False,
                                                   help="log what benchc does to stderr (-vv: in detail)")] = 0,
+             plugin: Annotated[list[str] | None, typer.Option(
+                 "--plugin", metavar="MODULE", help="import MODULE first: its ops, sources, backends and metrics "
+                                                    "register themselves (repeatable; installed plugins need no flag)")]
+             = None,
              ) -> None:
     """Compile, run, score and report consistency benchmarks of multimodal models."""
+    from .compiler.plugins import load_plugin
+
     configure_logging(verbose)
+    for module in plugin or []:
+        load_plugin(module)
+        log.info("plugin %s loaded", module)
 
 
 def _say(text: str) -> None:

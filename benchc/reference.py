@@ -310,9 +310,22 @@ class BackendEntry:
 def backend_entries(builtin_only: bool = False) -> list[BackendEntry]:
     from .runtime.backends import BACKENDS
 
-    unknown = BackendDoc("?", "", {})
-    return [BackendEntry(name, sorted(cls.tasks), BACKEND_DOCS.get(name, unknown))
+    return [BackendEntry(name, sorted(cls.tasks), BACKEND_DOCS.get(name) or backend_doc(cls))
             for name, cls in BACKENDS.items() if not builtin_only or is_builtin(cls)]
+
+
+def backend_doc(cls: Any) -> BackendDoc:
+    """A backend's documentation from the class itself: ``target_help``, the docstring's first
+    line and the fields of its ``Options`` model."""
+    options = {row.name: option_text(row) for row in param_rows(cls.Options)}
+    return BackendDoc(cls.target_help, first_line(cls.__doc__).rstrip("."), options)
+
+
+def option_text(row: ParamRow) -> str:
+    """``which word to answer with, one of: 'first', 'last' (default 'last')``."""
+    default = "" if row.default == "None" else f" (default {row.default})"
+    kind = "" if row.type in ("text", "") else f", {row.type}"
+    return f"{row.meaning}{kind}{default}"
 
 
 def is_builtin(entry: Any) -> bool:

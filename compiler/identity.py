@@ -6,6 +6,8 @@
   ``(cd DIR && find -L . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum) |
   sha256sum`` gives the same digest.
 - ``installed_version``: an installed distribution's version, ``NOT_INSTALLED`` when absent.
+- ``plugin_distributions``: the distributions that provide a plugin's code (none for benchc's
+  own): a plugin op's version of its package enters its node keys and the lock.
 - ``request_seed``: a sampling seed from a request's content by the seed recipe
   (``seeds.seed_from``), never from its batch or its position.
 
@@ -54,6 +56,19 @@ def installed_version(distribution: str) -> str:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return NOT_INSTALLED
+
+
+def plugin_distributions(cls: type) -> tuple[str, ...]:
+    """The installed distributions providing ``cls``'s top-level package, unless it is benchc's
+    own (whose version every lock records); () for a module that is not installed
+    (``--plugin`` from the working folder)."""
+    top = cls.__module__.partition(".")[0]
+    return () if top == "benchc" else _providers(top)
+
+
+@functools.cache
+def _providers(top_level: str) -> tuple[str, ...]:
+    return tuple(sorted(set(metadata.packages_distributions().get(top_level, []))))
 
 
 def request_seed(kind: str, seed: int, prompt: str, system: str | None, media: Sequence[Sequence[str]],

@@ -317,7 +317,13 @@ class ConsistencyParams(MetricParams, Bootstrap):
         return self
 
 
-METRIC_SCHEMAS: Registry[type[MetricParams]] = Registry("metric")
+def params_of(implementation: Any) -> type[MetricParams]:
+    """The schema of a metric implementation named by an entry point in group ``benchc.metrics``."""
+    schema: type[MetricParams] = implementation.Params
+    return schema
+
+
+METRIC_SCHEMAS: Registry[type[MetricParams]] = Registry("metric", group="benchc.metrics", make=params_of)
 METRIC_SCHEMAS.register("mmr3.all", MMR3Params)
 METRIC_SCHEMAS.register("mmcbench.consistency", MMCBenchParams)
 METRIC_SCHEMAS.register("mmcbench.cross_modal", MMCBenchCrossParams)

@@ -1,4 +1,14 @@
-"""A typed registry of the names users write in specs (sources, ops, metrics, backends).
+"""One registry per kind of name users write in specs (sources, ops, metrics, backends).
+
+Everything is registered the same way, built-in or not:
+
+- ``@OPS.add`` on a class registers it under its ``name`` (the registry decides what it keeps:
+  an instance for ops, sources and metrics, the class itself for backends);
+- ``OPS.register(name, entry)`` registers a ready entry (ops built from a table of parameters);
+- an installed distribution declares *lazy* entries in the registry's entry-point group
+  (``benchc.ops``, ``benchc.sources``, ``benchc.backends``, ``benchc.metrics``): the name is
+  known at once (listed, and offered by did-you-mean), and its module is imported only when the
+  name is used. See compiler/plugins.py for the discovery path and docs/extending.md.
 
 Unknown names are answered with close matches ("did you mean ...") and the available names.
 """
@@ -6,13 +16,16 @@ Unknown names are answered with close matches ("did you mean ...") and the avail
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 from collections.abc import Callable, Iterator, Mapping
+from importlib import metadata
 from typing import Any, Generic, TypeVar
 
-from .errors import Problem
+from .errors import BenchcError, Problem
 
 T = TypeVar("T")
+C = TypeVar("C", bound=type)
 
 
 class UnknownName(LookupError):
@@ -21,44 +34,113 @@ class UnknownName(LookupError):
         super().__init__(problem.render())
 
 
+class PluginError(BenchcError):
+    """A plugin (an entry point or a ``--plugin`` module) that cannot be loaded or clashes."""
+
+
+def keep(entry: Any) -> Any:
+    """A registry's ``make`` that keeps the registered class itself (backends)."""
+    return entry
+
+
+def instance(cls: Any) -> Any:
+    """A registry's ``make`` that keeps one instance of the registered class (stateless entries)."""
+    return cls()
+
+
 class Registry(Generic[T]):
-    def __init__(self, kind: str) -> None:
+    """Names -> entries of one kind. ``make`` turns a registered class into the entry kept
+    (``instance`` for stateless ops, sources and metrics; ``keep``, the default, keeps the class)."""
+
+    def __init__(self, kind: str, group: str | None = None, make: Callable[[Any], T] = keep) -> None:
         self.kind = kind
+        self.group = group
+        self._make = make
         self._entries: dict[str, T] = {}
+        self._lazy: dict[str, metadata.EntryPoint] = {}
+        self._scanned = group is None
 
     def register(self, name: str, entry: T) -> T:
         current = self._entries.get(name)
         if current is not None and current is not entry:
-            raise ValueError(f"{self.kind} {name!r} already registered ({current!r} vs {entry!r})")
+            raise PluginError(Problem(f"{self.kind} {name!r} is registered twice ({current!r} and {entry!r})",
+                                      hint="give one of them another name (plugins: prefix names with "
+                                           "your project's, e.g. 'mylab.shout')"))
         self._entries[name] = entry
+        self._lazy.pop(name, None)
         return entry
 
-    def add(self, name: str) -> Callable[[T], T]:
-        """Decorator form: ``@OPS.add("image.mask_object")``."""
-        return lambda entry: self.register(name, entry)
+    def add(self, cls: C) -> C:
+        """Class decorator: ``@OPS.add`` registers ``cls`` under ``cls.name``."""
+        named: Any = cls  # any class with a ``name`` ClassVar
+        self.register(named.name, self._make(cls))
+        return cls
 
     def get(self, name: str) -> T:
+        self._scan()
+        if name in self._lazy:
+            self._load(name)
         try:
             return self._entries[name]
         except KeyError:
             raise UnknownName(self.unknown(name)) from None
 
     def unknown(self, name: str) -> Problem:
-        names = sorted(self._entries)
+        names = self.names()
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
         available = ", ".join(names[:30])
         hint = f"{hint} Available: {available}" if hint else f"available: {available}"
+        if "." in name and not close and self.group:
+            hint += (f". A {self.kind} from a plugin needs its package installed (entry-point group "
+                     f"{self.group!r}) or `benchc --plugin MODULE`")
         return Problem(f"unknown {self.kind} {name!r}", hint=hint)
 
+    def names(self) -> list[str]:
+        """Every name, lazy ones included, without importing anything."""
+        self._scan()
+        return sorted({*self._entries, *self._lazy})
+
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        self._scan()
+        return name in self._entries or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._entries))
+        return iter(self.names())
 
     def items(self) -> list[tuple[str, T]]:
-        return sorted(self._entries.items())
+        """Every entry, loading the lazy ones."""
+        return [(name, self.get(name)) for name in self.names()]
+
+    def _scan(self) -> None:
+        """Note the group's entry points (once): names only, nothing is imported."""
+        if self._scanned:
+            return
+        self._scanned = True
+        assert self.group is not None
+        for point in sorted(metadata.entry_points(group=self.group), key=lambda p: (p.name, p.value)):
+            if point.name not in self._entries:
+                self._lazy.setdefault(point.name, point)
+
+    def _load(self, name: str) -> None:
+        """Import a lazy entry's module (its decorators may register it), else register the
+        object the entry point names."""
+        point = self._lazy[name]
+        where = f"entry point {point.name} = {point.value!r} (group {self.group!r})"
+        try:
+            importlib.import_module(point.module)
+            if name in self._entries:
+                return
+            obj = point.load()
+        except Exception as exc:  # a plugin's own import error: one line, no traceback
+            raise PluginError(Problem(f"{self.kind} {name!r}: {where} failed to load: "
+                                      f"{type(exc).__name__}: {exc}",
+                                      hint="fix or reinstall the plugin package")) from exc
+        declared = getattr(obj, "name", name)
+        if declared != name:
+            raise PluginError(Problem(f"{self.kind} {name!r}: {where} names {declared!r}",
+                                      hint="the entry point's name must be the class's `name`"))
+        self.register(name, self._make(obj))
 
 
 def did_you_mean(name: str, choices: list[str]) -> str | None:

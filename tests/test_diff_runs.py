@@ -17,7 +17,8 @@ from scipy.stats import binomtest, chi2
 from benchc import api
 from benchc.cli import main
 from benchc.runtime.diff_runs import mcnemar, paired_bootstrap
-from test_run_plan import _spec  # also registers the test-echo backend
+from support import suffix_echo  # noqa: F401  (registers the test-echo backend)
+from test_run_plan import _spec
 
 
 # statistics ---------------------------------------------------------------------------------------

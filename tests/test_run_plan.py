@@ -7,36 +7,16 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchc import api
 from benchc.cli import main
-from benchc.runtime.backends import BACKENDS, Backend, Request, Response
-from benchc.runtime.backends.base import MediaLoader
 from conftest import SPECS
+from support import suffix_echo  # noqa: F401  (registers the test-echo backend)
 
 QR = SPECS / "mm_r3" / "question_rephrasing.toml"
 
-
-class Echo(Backend):
-    """Answers a prompt with the prompt (and ``suffix=`` if given): fast and deterministic."""
-
-    name = "test-echo"
-    tasks = frozenset({"generate"})
-    batch_size = 4
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "suffix": self.option("suffix", "")}
-
-    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        suffix = self.option("suffix", "")
-        return [Response("text", text=f"{r.prompt} {suffix}".strip()) for r in requests]
-
-
-if Echo.name not in BACKENDS:
-    BACKENDS.register(Echo.name, Echo)
 
 FOLLOW_UP = '''
 [[stage]]

@@ -285,6 +285,7 @@ class Params(OpParams):
 AudioCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class AudioCorrupt(Op):
     """Corrupt 16 kHz speech with one of MMCBench's 16 corruptions, light or heavy (MMCBench)."""
 
@@ -305,6 +306,3 @@ class AudioCorrupt(Op):
             return OpOutput(Value("audio", media=ctx.store.put(wav_bytes(samples, RATE), "audio")))
         out = corrupt(samples, params.corruption, params.severity, int(ctx.rng.integers(2**32)))
         return OpOutput(Value("audio", media=ctx.store.put(wav_bytes(out, RATE), "audio")))
-
-
-OPS.register(AudioCorrupt.name, AudioCorrupt())

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..cas import ContentStore
 from ..errors import OpError, Problem
-from ..identity import installed_version
+from ..identity import installed_version, plugin_distributions
 from ..model_steps import ModelPrompt
 from ..paths import resolve_in_roots
-from ..registry import Registry
+from ..registry import Registry, instance
 from ..values import Kind, Record, Value
 
 
@@ -85,8 +85,9 @@ class Op(ABC):
         ``libraries`` (and, for ops that call an engine, its version). Part of every node key,
         so a library upgrade recomputes instead of serving outputs of the old version. An op
         whose libraries depend on a param (a model detector only when chosen) narrows the set
-        for those params; ``params=None`` asks for everything it may use (lock, memo key)."""
-        return library_versions(self.libraries)
+        for those params; ``params=None`` asks for everything it may use (lock, memo key).
+        A plugin op's own distribution counts too."""
+        return library_versions([*self.libraries, *plugin_distributions(type(self))])
 
     @abstractmethod
     def apply(self, value: Value | None, params: Any, ctx: OpContext) -> OpOutput: ...
@@ -95,7 +96,7 @@ class Op(ABC):
         return (self.__doc__ or "").strip().splitlines()[0] if self.__doc__ else ""
 
 
-OPS: Registry[Op] = Registry("op")
+OPS: Registry[Op] = Registry("op", group="benchc.ops", make=instance)
 
 
 # --- model-backed ops -------------------------------------------------------------------------

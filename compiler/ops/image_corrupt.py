@@ -90,6 +90,7 @@ class Params(OpParams):
 ImageCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class Corrupt(Op):
     """Corrupt an image with one of MMCBench's 29 corruptions, light or heavy (MMCBench)."""
 
@@ -122,6 +123,7 @@ class ImageNetCParams(OpParams):
     severity: int = Field(3, ge=1, le=5, description="ImageNet-C severity, 1 (mildest) to 5")
 
 
+@OPS.add
 class ImageNetC(Op):
     """Corrupt an image with imagecorruptions at an ImageNet-C severity, 1 to 5.
 
@@ -338,6 +340,3 @@ CORRUPTERS: dict[str, Corrupter] = {
     "jigsaw": _jigsaw,
     "canny": _canny,
 }
-
-OPS.register(Corrupt.name, Corrupt())
-OPS.register(ImageNetC.name, ImageNetC())

@@ -181,6 +181,7 @@ INPAINTERS.register("telea", _opencv_inpainter(cv2.INPAINT_TELEA, "telea"))
 INPAINTERS.register("ns", _opencv_inpainter(cv2.INPAINT_NS, "ns"))
 
 
+@OPS.add
 class RemoveObject(Op):
     """Remove the record's object by inpainting its (dilated) instance mask (MERLIM, Koala)."""
 
@@ -231,6 +232,7 @@ def recolor(image: np.ndarray, mask: np.ndarray, rgb: tuple[int, int, int]) -> n
     return out
 
 
+@OPS.add
 class RecolorObject(Op):
     """Recolour the record's object inside its instance mask, keeping its shading (Koala)."""
 
@@ -301,6 +303,7 @@ def compose(image: Image.Image, second: Image.Image, layout: str, gap: int,
     return canvas
 
 
+@OPS.add
 class Compose(Op):
     """Put the image and a second record image side by side or stacked (Koala's source conflicts)."""
 
@@ -400,6 +403,7 @@ def iou(a: tuple[float, float, float, float], b: tuple[float, float, float, floa
     return inter / union if union > 0 else 0.0
 
 
+@OPS.add
 class ObjectRemoved(Op):
     """Drop an edit when a detector still finds the removed object over its original box.
 
@@ -478,6 +482,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / norms) if norms > 0 else 0.0
 
 
+@OPS.add
 class SceneKept(Op):
     """Drop an edit whose image no longer embeds close to the record's original image."""
 
@@ -502,10 +507,3 @@ class SceneKept(Op):
         similarity = round(cosine(first, second), 6)
         drop = "scene changed beyond the threshold" if similarity < params.threshold else None
         return OpOutput(value, {"scene_similarity": similarity}, drop=drop)
-
-
-OPS.register(RemoveObject.name, RemoveObject())
-OPS.register(RecolorObject.name, RecolorObject())
-OPS.register(Compose.name, Compose())
-OPS.register(ObjectRemoved.name, ObjectRemoved())
-OPS.register(SceneKept.name, SceneKept())

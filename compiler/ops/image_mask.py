@@ -36,6 +36,7 @@ class Params(OpParams):
 MaskObjectParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class MaskObject(Op):
     """Cover an object's box with a coloured rectangle or ellipse crossed by N lines (MM-R3)."""
 
@@ -83,6 +84,3 @@ class MaskObject(Op):
             y = y0 + (k + 1) * (y1 - y0) / (count + 1)
             draw.line([(max(0, x0 - reach), y), (min(size[0] - 1, x1 + reach), y)],
                       fill=colour, width=width)
-
-
-OPS.register(MaskObject.name, MaskObject())

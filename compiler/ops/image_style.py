@@ -39,6 +39,7 @@ class GrayscaleParams(OpParams):
     """No parameters."""
 
 
+@OPS.add
 class Grayscale(Op):
     """Gray version of an image, kept as 3-channel RGB (MM-R3's Grayscale style)."""
 
@@ -65,6 +66,7 @@ class ResizeParams(OpParams):
         "shorter_side", description="keep the aspect ratio, or stretch to size x size")
 
 
+@OPS.add
 class Resize(Op):
     """Resize an image with Lanczos filtering (MM-R3's resolution ablation: 224/640/1024)."""
 
@@ -101,6 +103,7 @@ class StyleTransferParams(OpParams):
     style: str = Field(min_length=1, description="label recorded in the item's attrs, e.g. 'candy'")
 
 
+@OPS.add
 class StyleTransfer(Op):
     """Restyle an image with a Johnson et al. fast style-transfer network (MM-R3's restyle)."""
 
@@ -159,8 +162,3 @@ def stylize(network: TransformerNet, image: Image.Image) -> Image.Image:
     with torch.inference_mode():
         out = network(pixels)[0, :, : image.height, : image.width].clamp(0, 255)
     return Image.fromarray(out.permute(1, 2, 0).numpy().astype(np.uint8), "RGB")
-
-
-OPS.register(Grayscale.name, Grayscale())
-OPS.register(Resize.name, Resize())
-OPS.register(StyleTransfer.name, StyleTransfer())

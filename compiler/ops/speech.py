@@ -70,6 +70,7 @@ class Params(OpParams):
 SpeechParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class TextToSpeech(Op):
     """Speak text with espeak-ng as 16 kHz mono speech; the engine's version goes in attrs."""
 
@@ -90,6 +91,3 @@ class TextToSpeech(Op):
         data = synthesize(value.text, params.voice, params.speed, params.pitch)
         return OpOutput(Value("audio", media=ctx.store.put(data, "audio")),
                         attrs={"tts_engine": engine()[1]})
-
-
-OPS.register(TextToSpeech.name, TextToSpeech())

@@ -433,6 +433,7 @@ class Params(OpParams):
 TextCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class Corrupt(Op):
     """Corrupt text as MMCBench does (20 model-free corruptions, light or heavy)."""
 
@@ -452,6 +453,3 @@ class Corrupt(Op):
         recipe = RECIPES[params.corruption]
         text = recipe.run(value.text, recipe.strength(params.severity), ctx.rng)
         return OpOutput(Value("text", text=text))
-
-
-OPS.register(Corrupt.name, Corrupt())

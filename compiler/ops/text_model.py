@@ -91,6 +91,7 @@ class TranslateParams(ModelStepParams):
         return check_template(source, {"text", "source_language", "target_language"})
 
 
+@OPS.add
 class Translate(ModelOp):
     """The text translated by a model (two chained nodes make MMCBench's back-translation)."""
 
@@ -132,6 +133,7 @@ class ParaphraseParams(ModelStepParams):
         return STYLE if self.style else PARAPHRASE
 
 
+@OPS.add
 class Paraphrase(ModelOp):
     """The text paraphrased by a model, plainly or in a style (MMCBench's two paraphrasers)."""
 
@@ -176,6 +178,7 @@ class RephraseLLMParams(ModelStepParams):
         return self
 
 
+@OPS.add
 class RephraseLLM(ModelOp):
     """One of three rephrasings of a record's question, asked of an LLM with MM-R3's prompt."""
 
@@ -221,6 +224,7 @@ class YesNoParams(ModelStepParams):
         return check_template(source, {"relation", "subject", "predicate", "object"})
 
 
+@OPS.add
 class YesNoQuestion(ModelOp):
     """A yes/no question built by an LLM from a relation triple, with MERLIM's prompt."""
 
@@ -282,6 +286,7 @@ class GenerateParams(ModelStepParams):
         return check_template(source, {"text", "record"})
 
 
+@OPS.add
 class Generate(ModelOp):
     """A model's answer to a prompt template over the input text and the record."""
 
@@ -306,10 +311,3 @@ class Generate(ModelOp):
         if not answer.strip():
             return self.bad_answer(params, ctx, "empty answer", answer)
         return self.output(answer.strip(), params)
-
-
-OPS.register(Translate.name, Translate())
-OPS.register(Paraphrase.name, Paraphrase())
-OPS.register(RephraseLLM.name, RephraseLLM())
-OPS.register(YesNoQuestion.name, YesNoQuestion())
-OPS.register(Generate.name, Generate())

@@ -36,6 +36,7 @@ class RephraseParams(OpParams):
     index: int = Field(0, ge=0, description="which rephrasing (0-based)")
 
 
+@OPS.add
 class RephraseFromTable(Op):
     """One of a record's given rephrasings of its question (MM-R3's rephrasing task)."""
 
@@ -79,6 +80,7 @@ class NegateParams(OpParams):
                              "variant (counted in the lock under `dropped`)")
 
 
+@OPS.add
 class NegateQuestion(Op):
     """Negate a yes/no question by putting "not" after its subject (MERLIM's relation task)."""
 
@@ -179,6 +181,7 @@ class CountParams(OpParams):
         return template
 
 
+@OPS.add
 class CountQuestion(Op):
     """MERLIM's counting question for a record's object label, correctly pluralised."""
 
@@ -226,8 +229,3 @@ def _keep_case(original: str, plural: str) -> str:
     if plural.startswith(original.lower()):
         return original + plural[len(original):]
     return plural[:1].upper() + plural[1:] if original[:1].isupper() else plural
-
-
-OPS.register(RephraseFromTable.name, RephraseFromTable())
-OPS.register(NegateQuestion.name, NegateQuestion())
-OPS.register(CountQuestion.name, CountQuestion())

@@ -22,6 +22,7 @@ class Params(OpParams):
 ReleasedTextParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@OPS.add
 class ReleasedText(Op):
     """The clean or corrupted text of an MMCBench table row, as released by the authors."""
 
@@ -41,13 +42,13 @@ class ReleasedText(Op):
         return OpOutput(Value("text", text=text))
 
 
-OPS.register(ReleasedText.name, ReleasedText())
 
 
 class FieldParams(OpParams):
     field: str = Field(description="dotted record field holding the text, e.g. question")
 
 
+@OPS.add
 class FieldText(Op):
     """A record field as text, unchanged: the unperturbed item of a group, or an op's input."""
 
@@ -71,13 +72,13 @@ class FieldText(Op):
         return OpOutput(Value("text", text=text))
 
 
-OPS.register(FieldText.name, FieldText())
 
 
 class LiteralParams(OpParams):
     text: str = Field(min_length=1, description="the text; sweep it (grid) to ask several instructions")
 
 
+@OPS.add
 class LiteralText(Op):
     """A given text, the same for every record: an instruction of a prompt set (MERLIM's five
     object-recognition prompts as a grid, for instruction bias)."""
@@ -91,6 +92,3 @@ class LiteralText(Op):
 
     def apply(self, value: Value | None, params: LiteralParams, ctx: OpContext) -> OpOutput:
         return OpOutput(Value("text", text=params.text))
-
-
-OPS.register(LiteralText.name, LiteralText())

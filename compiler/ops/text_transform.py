@@ -127,6 +127,7 @@ CASES: dict[str, Callable[[str], str]] = {
 }
 
 
+@OPS.add
 class Case(Op):
     """The text in another letter case (lower, upper, title, sentence or swapped)."""
 
@@ -156,6 +157,7 @@ def strip_punctuation(text: str, keep: str = "", collapse_whitespace: bool = Tru
     return " ".join(kept.split()) if collapse_whitespace else kept
 
 
+@OPS.add
 class StripPunctuation(Op):
     """The text without punctuation (Unicode categories P*), whitespace collapsed."""
 
@@ -270,6 +272,7 @@ def add_typos(text: str, rate: float, kind: str, min_length: int, rng: np.random
     return "".join(out) + text[at:]
 
 
+@OPS.add
 class Typos(Op):
     """The text with one typo (swap, delete, insert, substitute, keyboard) in a share of its words."""
 
@@ -311,6 +314,7 @@ class TemplateParams(OpParams):
         return self
 
 
+@OPS.add
 class ParaphraseTemplate(Op):
     """The text rephrased by one of a list of fixed Jinja templates (chosen by index)."""
 
@@ -338,6 +342,7 @@ class NegationParams(OpParams):
                              "the compile, or drop the variant (counted in the lock)")
 
 
+@OPS.add
 class Negation(Op):
     """A yes/no question negated: from a record field as released, or by rule ("not" after the subject)."""
 
@@ -428,6 +433,7 @@ class PermuteParams(OpParams):
         return self
 
 
+@OPS.add
 class PermuteOptions(Op):
     """A multiple-choice question with its options reordered (CircularEval); attrs expected, order."""
 
@@ -502,11 +508,3 @@ def _answer_index(options: list[str], params: PermuteParams, ctx: OpContext) -> 
                           f"one option", key="params.answer",
                           hint=f"give a letter of {letters!r}, an index 0..{len(options) - 1}, or the "
                                "text of exactly one option"))
-
-
-OPS.register(Case.name, Case())
-OPS.register(StripPunctuation.name, StripPunctuation())
-OPS.register(Typos.name, Typos())
-OPS.register(ParaphraseTemplate.name, ParaphraseTemplate())
-OPS.register(Negation.name, Negation())
-OPS.register(PermuteOptions.name, PermuteOptions())

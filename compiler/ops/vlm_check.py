@@ -52,6 +52,7 @@ class VLMCheckParams(ModelStepParams):
         return check_template(source, {"name", "record"})
 
 
+@OPS.add
 class VLMCheck(ModelOp):
     """Keep an edited image only if a VLM answers a yes/no question about it as expected."""
 
@@ -95,6 +96,3 @@ class VLMCheck(ModelOp):
         attrs = {**params.attrs, "vlm_answer": verdict}
         assert value is not None
         return OpOutput(value, attrs, drop=None if verdict == params.expect else "VLM check failed")
-
-
-OPS.register(VLMCheck.name, VLMCheck())

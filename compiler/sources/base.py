@@ -13,7 +13,7 @@ from ..canonical import digest_file
 from ..cas import ContentStore
 from ..errors import Problem, SourceError
 from ..paths import relative_to_roots, resolve_in_roots
-from ..registry import Registry
+from ..registry import Registry, instance
 from ..values import Record
 
 
@@ -76,4 +76,4 @@ class SourceLoader(ABC):
     def load(self, params: Any, ctx: SourceContext) -> LoadedSource: ...
 
 
-SOURCES: Registry[SourceLoader] = Registry("source loader")
+SOURCES: Registry[SourceLoader] = Registry("source loader", group="benchc.sources", make=instance)

@@ -76,6 +76,7 @@ class CocoIndex:
     wanted: set[str] | None
 
 
+@SOURCES.add
 class CocoSource(SourceLoader):
     """One record per annotated object of a COCO instances file, with its image and mask."""
 
@@ -172,11 +173,8 @@ def _object(ann: dict[str, Any], name: str, mask: np.ndarray) -> dict[str, Any]:
             "area_ratio": round(area / mask.size, 6), "iscrowd": int(ann.get("iscrowd", 0))}
 
 
+@SOURCES.add
 class LvisSource(CocoSource):
     """LVIS v1: COCO's format, images named by coco_url (train2017/ or val2017/), no iscrowd."""
 
     name = "lvis"
-
-
-SOURCES.register(CocoSource.name, CocoSource())
-SOURCES.register(LvisSource.name, LvisSource())

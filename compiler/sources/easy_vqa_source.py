@@ -36,6 +36,7 @@ def question_type(answer: str) -> str:
     return "shape" if answer in SHAPES else "color"
 
 
+@SOURCES.add
 class EasyVqaSource(SourceLoader):
     """One record per easy-VQA question of a split, with its image."""
 
@@ -69,6 +70,3 @@ class EasyVqaSource(SourceLoader):
                  folder_digest(f"easy_vqa/data/{params.split}/images", data / "images",
                                sorted(map(Path, image_paths.values())))]
         return LoadedSource(collect(ctx, entries, build), files)
-
-
-SOURCES.register(EasyVqaSource.name, EasyVqaSource())

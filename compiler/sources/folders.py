@@ -64,6 +64,7 @@ class FolderSource(SourceLoader):
         return Record(id=name, fields=fields, media={self.kind: ref})
 
 
+@SOURCES.add
 class ImageFolderSource(FolderSource):
     """One record per image file of a folder (decoded to RGB)."""
 
@@ -73,6 +74,7 @@ class ImageFolderSource(FolderSource):
     extensions = ("jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff")
 
 
+@SOURCES.add
 class AudioFolderSource(FolderSource):
     """One record per audio file of a folder (stored as 16 kHz mono WAV)."""
 
@@ -80,7 +82,3 @@ class AudioFolderSource(FolderSource):
     kind = "audio"
     record_media = {"audio": "the audio file (as 16 kHz mono WAV)"}
     extensions = ("wav", "flac", "ogg", "mp3")
-
-
-SOURCES.register(ImageFolderSource.name, ImageFolderSource())
-SOURCES.register(AudioFolderSource.name, AudioFolderSource())

@@ -128,6 +128,7 @@ def _turn(conversations: Any, speaker: str) -> str:
     raise RowError(f"conversations have no {speaker!r} turn")
 
 
+@SOURCES.add
 class KoalaSource(SourceLoader):
     """Koala/SegSub items, the question and answer parsed out of the conversation."""
 
@@ -305,6 +306,3 @@ class KoalaSource(SourceLoader):
                 needed = "webqa_images" if isinstance(name, int) else "images"
                 raise RowError(f"image {name!r} needs source.{needed}")
         return media
-
-
-SOURCES.register(KoalaSource.name, KoalaSource())

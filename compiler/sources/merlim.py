@@ -66,6 +66,7 @@ class Params(SourceParams):
 MerlimParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@SOURCES.add
 class MerlimSource(SourceLoader):
     """MERLIM edited images with counting, recognition and relation ground truth."""
 
@@ -166,6 +167,3 @@ def _media(item: dict[str, Any], media: dict[str, MediaFiles]) -> dict[str, Medi
         file_name = str(item[MEDIA[name][1]])
         out[name] = files.image(file_name, str(PurePosixPath(file_name).with_suffix(".jpg")))
     return out
-
-
-SOURCES.register(MerlimSource.name, MerlimSource())

@@ -30,6 +30,7 @@ class Params(SourceParams):
 ParquetParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@SOURCES.add
 class MMCBenchParquet(SourceLoader):
     """MMCBench image2text / speech2text rows: clean and corrupted media, caption or transcript."""
 
@@ -86,6 +87,3 @@ def float64_samples(cell: Any, column: str) -> np.ndarray:
     if not isinstance(cell, bytes) or not cell or len(cell) % 8:
         raise RowError(f"column {column!r} holds no float64 samples")
     return np.frombuffer(cell, dtype="<f8")
-
-
-SOURCES.register(MMCBenchParquet.name, MMCBenchParquet())

@@ -43,6 +43,7 @@ class Params(SourceParams):
 TextTableParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@SOURCES.add
 class MMCBenchTextTable(SourceLoader):
     """MMCBench's released text tables: one record per row, with its clean and 23 corrupted texts."""
 
@@ -105,6 +106,3 @@ class MMCBenchTextTable(SourceLoader):
         corrupted["clean"] = clean
         return Record(id=f"{table.selection}-{table.severity}/{key}", fields=fields,
                       attrs={"severity": table.severity, "selection": table.selection})
-
-
-SOURCES.register(MMCBenchTextTable.name, MMCBenchTextTable())

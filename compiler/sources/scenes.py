@@ -119,6 +119,7 @@ class Params(SourceParams):
 ScenesParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
+@SOURCES.add
 class ScenesSource(SourceLoader):
     """One record per visible object; the record carries its image and instance mask."""
 
@@ -159,6 +160,3 @@ class ScenesSource(SourceLoader):
                 records.append(Record(id=f"scene-{params.seed}-{index:06d}/{obj.id}", fields=fields,
                                       media={"image": image_ref, "mask": mask_ref}))
         return LoadedSource(records=records)
-
-
-SOURCES.register(ScenesSource.name, ScenesSource())

@@ -91,6 +91,7 @@ class TableParams(ColumnParams):
     path: str = Field(description="a .csv, .tsv, .jsonl or .parquet file")
 
 
+@SOURCES.add
 class TableSource(SourceLoader):
     """One record per row of a CSV, TSV, JSON Lines or Parquet file."""
 
@@ -117,6 +118,7 @@ class CommonVoiceParams(SourceParams):
     audio: str = Field(description="its clips/ folder (MP3 decoded by libsndfile >= 1.1)")
 
 
+@SOURCES.add
 class CommonVoiceSource(SourceLoader):
     """Common Voice: one record per clip, id = the clip's file name, fields = the TSV's columns."""
 
@@ -140,6 +142,7 @@ class HfDatasetParams(ColumnParams):
     split: str | None = Field(None, description="split of a DatasetDict or of the shards")
 
 
+@SOURCES.add
 class HfDatasetSource(SourceLoader):
     """A Hugging Face dataset on disk, read without the hub: one record per row."""
 
@@ -218,8 +221,3 @@ def _refuse_links_out(folder: Path, written: str, ctx: SourceContext) -> None:
         if path.is_file():
             name = f"{written.rstrip('/')}/{path.relative_to(folder).as_posix()}"
             check_within_roots(path, ctx.roots, "source.path", name, ctx.spec_file)
-
-
-SOURCES.register(TableSource.name, TableSource())
-SOURCES.register(CommonVoiceSource.name, CommonVoiceSource())
-SOURCES.register(HfDatasetSource.name, HfDatasetSource())

@@ -36,6 +36,7 @@ def _entity(item: Any) -> dict[str, Any]:
             "bbox": [item["x"], item["y"], item["w"], item["h"]]}
 
 
+@SOURCES.add
 class VisualGenomeSource(SourceLoader):
     """One record per relationship of Visual Genome, with subject, object, boxes and image."""
 
@@ -91,6 +92,3 @@ class VisualGenomeSource(SourceLoader):
                   "subject": _entity(rel["subject"]), "object": _entity(rel["object"]),
                   "width": image.get("width"), "height": image.get("height")}
         return Record(id=f"{image_id}/{rel['relationship_id']}", fields=fields, media={"image": image_ref})
-
-
-SOURCES.register(VisualGenomeSource.name, VisualGenomeSource())

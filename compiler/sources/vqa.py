@@ -35,6 +35,7 @@ class VqaParams(SourceParams):
         return value
 
 
+@SOURCES.add
 class VqaSource(SourceLoader):
     """VQA v2 and OK-VQA: one record per question, with its ten answers when annotated."""
 
@@ -107,6 +108,7 @@ class InfographicsParams(SourceParams):
     images: str = Field(description="folder of the images named by image_local_name")
 
 
+@SOURCES.add
 class InfographicsVqaSource(SourceLoader):
     """InfographicsVQA: one record per question of its ``data`` list, with its infographic."""
 
@@ -137,7 +139,3 @@ class InfographicsVqaSource(SourceLoader):
                   **{name: list(item.get(key) or []) for key, name in self.LISTS.items()}}
         return Record(id=str(item["questionId"]), fields=fields,
                       media={"image": images.image(str(item["image_local_name"]))})
-
-
-SOURCES.register(VqaSource.name, VqaSource())
-SOURCES.register(InfographicsVqaSource.name, InfographicsVqaSource())

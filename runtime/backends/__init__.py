@@ -1,6 +1,13 @@
-"""Model backends, registered by name. Importing this package registers the built-in ones."""
+"""Model backends, registered by name with ``@BACKENDS.add``. Every module of this package is
+imported (and so registers its backends) when the package is imported (compiler/plugins.py);
+backends whose engines are optional (diffusers, vllm) guard their imports."""
 
-from .base import BACKENDS, Backend, BackendSpec, Request, Response, make_backend  # noqa: F401
-from . import (  # noqa: F401  (registration; diffusers and vllm are import-guarded)
-    diffusers_t2i, echo, espeak, hf, hf_speech, openai_compat, pocketsphinx_asr, vllm_engine,
-)
+import sys
+
+from benchc.compiler.plugins import import_all
+
+from .base import BACKENDS, Backend, BackendSpec, Request, Response, make_backend
+
+__all__ = ["BACKENDS", "Backend", "BackendSpec", "Request", "Response", "make_backend"]
+
+import_all(sys.modules[__name__])

@@ -21,8 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.registry import Registry, did_you_mean
+from benchc.compiler.registry import Registry, did_you_mean, literal_hint
 from benchc.compiler.spec.models import Generation
 
 
@@ -129,8 +131,51 @@ class BackendSpec:
         return self.name + (":" + ",".join(parts) if parts else "")
 
 
+class BackendOptions(BaseModel):
+    """A backend's options (``NAME:TARGET,option=value,...``) as typed, documented fields.
+
+    A backend declares ``Options``, a subclass whose fields have defaults, ranges and a
+    ``Field(description=...)``: the values (written as text) are converted and checked before any
+    request, a misspelt name gets a did-you-mean, and `benchc backends` and docs/reference.md
+    list them from the model. A field left at None means "not given" where the default depends
+    on something else (another option, the machine)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+def parse_options(backend: str, schema: type[BackendOptions], given: dict[str, str]) -> BackendOptions:
+    """``given`` (option -> text) checked against ``schema``: one message for all that is wrong."""
+    unknown = sorted(set(given) - set(schema.model_fields))
+    if unknown:
+        known = sorted(schema.model_fields)
+        close = [hint for name in unknown if (hint := did_you_mean(name, known))]
+        listed = f"known options: {', '.join(known) or 'none'}"
+        raise BackendError(Problem(f"backend {backend!r}: unknown option(s) {', '.join(unknown)}",
+                                   hint="; ".join([*close, listed])))
+    try:
+        return schema.model_validate(given)
+    except ValidationError as exc:
+        raise BackendError([_option_problem(backend, error, given) for error in exc.errors()]) from None
+
+
+def _option_problem(backend: str, error: Any, given: dict[str, str]) -> Problem:
+    name = str(error["loc"][0]) if error.get("loc") else ""
+    expected = literal_hint(error) or str(error.get("msg", "")).removeprefix("Value error, ")
+    return Problem(f"backend {backend!r}: option {name}={given.get(name, '')!r} is not valid",
+                   hint=f"{name}: {expected[:1].lower()}{expected[1:]}")
+
+
+def _declared(cls: type) -> set[str]:
+    return {name for klass in cls.__mro__ if klass.__name__ != "Backend" for name in vars(klass)}
+
+
 class Backend(ABC):
     name: ClassVar[str]
+    Options: ClassVar[type[BackendOptions]] = BackendOptions
+    """The backend's options; the default takes none."""
+    target_help: ClassVar[str] = "none"
+    """What TARGET is in ``NAME:TARGET`` (``/path/to/model``), or ``none`` for a backend that
+    takes none (docs/reference.md and `benchc backends` say so)."""
     tasks: ClassVar[frozenset[str]]
     batch_size: ClassVar[int] = 1
     process_parallel: ClassVar[bool] = False
@@ -143,6 +188,10 @@ class Backend(ABC):
         self.spec = spec
         self.generation = generation
         self.options: dict[str, str] = dict(spec.options)
+        """The options as written (text): what fingerprints record."""
+        self.opts = parse_options(self.name, self.Options, self.options) if "Options" in _declared(type(self)) \
+            else BackendOptions()  # TODO(issue 15): every backend declares Options
+        """The options checked and typed by ``Options``."""
 
     @abstractmethod
     def fingerprint(self) -> dict[str, Any]: ...
@@ -215,7 +264,7 @@ class Backend(ABC):
                                        hint="; ".join([*close, listed])))
 
 
-BACKENDS: Registry[type[Backend]] = Registry("backend")
+BACKENDS: Registry[type[Backend]] = Registry("backend", group="benchc.backends")
 
 
 def make_backend(spec: BackendSpec | str, generation: Generation, task: str | None = None) -> Backend:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from benchc.compiler.registry import Registry
+from benchc.compiler.metrics import METRIC_SCHEMAS, MetricParams
+from benchc.compiler.registry import Registry, instance
 
 from ..embed import Embedder
 
@@ -115,6 +116,8 @@ def groups_of(items: list[ScoredItem]) -> dict[str, list[ScoredItem]]:
 
 class Metric(ABC):
     name: ClassVar[str]
+    Params: ClassVar[type[MetricParams]]
+    """The parameter schema (``@metric`` registers it for the compiler too)."""
     uses_embedder: ClassVar[bool] = True
     """False: ``score`` never touches ``data.embedder`` (the runtime then loads none)."""
 
@@ -126,4 +129,16 @@ class Metric(ABC):
     def score(self, params: Any, data: MetricInput) -> MetricResult: ...
 
 
-METRICS: Registry[Metric] = Registry("metric")
+M = TypeVar("M", bound=Metric)
+
+METRICS: Registry[Metric] = Registry("metric implementation", group="benchc.metrics", make=instance)
+
+
+def metric(cls: type[M]) -> type[M]:
+    """Class decorator: register a metric's implementation and its parameter schema
+    (``cls.Params``, which the compiler checks specs against) in one declaration. The compiler
+    never imports the runtime, so a built-in metric's schema also lives in compiler/metrics.py
+    (registered there, the same class); a plugin's lives where the plugin likes."""
+    METRIC_SCHEMAS.register(cls.name, cls.Params)
+    METRICS.add(cls)
+    return cls

@@ -37,7 +37,7 @@ from benchc.compiler.metrics import AccuracyParams, AgreementParams, Consistency
 
 from ..answers import correctness_note, is_correct
 
-from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value
+from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value, metric
 from .mmcbench import anchored_groups
 from .text import bootstrap_ratio, is_short_answer, normalize_answer, short_pairs_note, yes_no
 
@@ -101,8 +101,10 @@ def _in_split(items: list[ScoredItem], by: list[str]) -> list[tuple[tuple[Any, .
     return [(key, {i.item_id for i in part}) for key, part in split_by(items, by).items()]
 
 
+@metric
 class Agreement(Metric):
     name = "general.agreement"
+    Params = AgreementParams
 
     def needs_embedder(self, params: AgreementParams) -> bool:
         return params.match == "embedding"
@@ -144,8 +146,10 @@ class Agreement(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
+@metric
 class FlipRate(Metric):
     name = "general.flip_rate"
+    Params = FlipRateParams
 
     def needs_embedder(self, params: FlipRateParams) -> bool:
         return params.flip == "answer" and params.match == "embedding"
@@ -192,8 +196,10 @@ class FlipRate(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
+@metric
 class WorstCase(Metric):
     name = "general.worst_case"
+    Params = WorstCaseParams
     uses_embedder = False
 
     def score(self, params: WorstCaseParams, data: MetricInput) -> MetricResult:
@@ -229,8 +235,10 @@ def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> d
             **_interval(num, den, params)}
 
 
+@metric
 class Accuracy(Metric):
     name = "general.accuracy"
+    Params = AccuracyParams
     uses_embedder = False
 
     def score(self, params: AccuracyParams, data: MetricInput) -> MetricResult:
@@ -271,8 +279,10 @@ class _Relations:
                 and is_correct(b, _targets(item, self.params.target), right))
 
 
+@metric
 class Consistency(Metric):
     name = "general.consistency"
+    Params = ConsistencyParams
 
     def needs_embedder(self, params: ConsistencyParams) -> bool:
         return params.match == "embedding" and "same" in (params.relation, *params.relations.values())
@@ -316,10 +326,3 @@ def _note(params: Any, data: MetricInput) -> str:
         parts.append(f"{int(100 * params.confidence)}% percentile bootstrap over groups, "
                      f"{params.bootstrap} resamples, seed {params.seed}")
     return "; ".join(parts) + "."
-
-
-METRICS.register(Agreement.name, Agreement())
-METRICS.register(FlipRate.name, FlipRate())
-METRICS.register(WorstCase.name, WorstCase())
-METRICS.register(Accuracy.name, Accuracy())
-METRICS.register(Consistency.name, Consistency())

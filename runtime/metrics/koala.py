@@ -49,7 +49,7 @@ import numpy as np
 from benchc.compiler.errors import BenchcError, Problem
 from benchc.compiler.metrics import KoalaParams
 
-from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, split_by, target_value
+from .base import Metric, MetricInput, MetricResult, ScoredItem, split_by, target_value, metric
 from .text import spacy_pipeline
 
 PAPER_PHRASES = ("<RET>", "Sorry", "I cannot", "I do not", "image does not", "information", "not enough",
@@ -168,8 +168,10 @@ NEW_TYPES = ("perturbed", "counterfactual", "conflicting", "negative")
 REFUSAL_TYPES = ("counterfactual", "conflicting", "negative")
 
 
+@metric
 class KoalaAccuracy(Metric):
     name = "koala.accuracy"
+    Params = KoalaParams
     uses_embedder = False
 
     def score(self, params: KoalaParams, data: MetricInput) -> MetricResult:
@@ -309,6 +311,3 @@ class KoalaAccuracy(Metric):
         else:
             domains = list(params.domains)
         return {d: bow_score(label, answer, d, bags, params.definition) for d in domains}
-
-
-METRICS.register(KoalaAccuracy.name, KoalaAccuracy())

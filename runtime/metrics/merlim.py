@@ -69,7 +69,7 @@ from benchc.compiler.metrics import MerlimCountingParams, MerlimRecognitionParam
 from benchc.compiler.numbers import first_number, whole_integer
 from benchc.compiler.ops.text_questions import QUANTITY_NOUNS
 
-from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, role_of, split_by, target_value
+from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, role_of, split_by, target_value, metric
 from .text import spacy_pipeline, wordnet, yes_no
 
 PLACE_WORDS = frozenset("""
@@ -273,8 +273,10 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else 100 * value
 
 
+@metric
 class MerlimRecognition(Metric):
     name = "merlim.recognition"
+    Params = MerlimRecognitionParams
     uses_embedder = False
 
     def score(self, params: MerlimRecognitionParams, data: MetricInput) -> MetricResult:
@@ -349,8 +351,10 @@ class MerlimRecognition(Metric):
                 "unsuitable": unsuitable, "F1_std": None}
 
 
+@metric
 class MerlimRelations(Metric):
     name = "merlim.relations"
+    Params = MerlimRelationsParams
     uses_embedder = False
 
     def score(self, params: MerlimRelationsParams, data: MetricInput) -> MetricResult:
@@ -391,8 +395,10 @@ class MerlimRelations(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
+@metric
 class MerlimCounting(Metric):
     name = "merlim.counting"
+    Params = MerlimCountingParams
     uses_embedder = False
 
     def score(self, params: MerlimCountingParams, data: MetricInput) -> MetricResult:
@@ -470,8 +476,3 @@ def _pairs(items: list[ScoredItem]) -> dict[str, list[ScoredItem]]:
         pair = group[0].attrs.get("pair")
         out.setdefault(group_id if pair is None else f"pair:{pair}", []).extend(group)
     return dict(sorted(out.items()))
-
-
-METRICS.register(MerlimRecognition.name, MerlimRecognition())
-METRICS.register(MerlimRelations.name, MerlimRelations())
-METRICS.register(MerlimCounting.name, MerlimCounting())

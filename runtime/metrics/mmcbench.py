@@ -53,7 +53,7 @@ import numpy as np
 from benchc.compiler.errors import BackendError, BenchcError, Problem
 from benchc.compiler.metrics import MMCBenchCrossParams, MMCBenchParams
 
-from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by
+from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, metric
 
 PAPER_JUDGES = {"speech-to-text": "facebook/wav2vec2-base-960h", "embedder": "sentence-t5-large",
                 "clip": "open_clip ViT-L-14 laion2b_s32b_b82k"}
@@ -121,8 +121,10 @@ def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference:
     return out
 
 
+@metric
 class MMCBenchConsistency(Metric):
     name = "mmcbench.consistency"
+    Params = MMCBenchParams
 
     def score(self, params: MMCBenchParams, data: MetricInput) -> MetricResult:
         rows, details, warnings = [], {}, []
@@ -196,8 +198,10 @@ def whisper_normalizer() -> Callable[[str], str]:
     return EnglishTextNormalizer(mapping)
 
 
+@metric
 class MMCBenchCrossModal(Metric):
     name = "mmcbench.cross_modal"
+    Params = MMCBenchCrossParams
     uses_embedder = False
 
     def score(self, params: MMCBenchCrossParams, data: MetricInput) -> MetricResult:
@@ -281,7 +285,3 @@ class MMCBenchCrossModal(Metric):
             raise BenchcError(Problem("mmcbench.cross_modal needs the run's media (compile cache and "
                                       "response store)"))
         return data.media(kind, sha)
-
-
-METRICS.register(MMCBenchConsistency.name, MMCBenchConsistency())
-METRICS.register(MMCBenchCrossModal.name, MMCBenchCrossModal())

@@ -54,7 +54,7 @@ import numpy as np
 
 from benchc.compiler.metrics import MMR3Params
 
-from .base import METRICS, Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by
+from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, metric
 from .text import is_short_answer, short_pairs_note
 
 # The published masking clean-up: plain str.replace calls in this order, then one leading space
@@ -204,8 +204,10 @@ def _pairs(start: int, stop: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(start, stop) for j in range(i + 1, stop)]
 
 
+@metric
 class MMR3All(Metric):
     name = "mmr3.all"
+    Params = MMR3Params
 
     def score(self, params: MMR3Params, data: MetricInput) -> MetricResult:
         scored = _Scored(params, data.items, data)
@@ -239,6 +241,3 @@ class MMR3All(Metric):
         # keeps its shape
         columns = [*params.by, "groups", "responses", "Acc", "S_GT", "Con", "S_C", "O_all"]
         return MetricResult(self.name, columns, rows, notes=notes)
-
-
-METRICS.register(MMR3All.name, MMR3All())
