@@ -152,7 +152,7 @@ def test_the_fingerprint_follows_the_weights(folder: Callable[[str, int], Path],
 ])
 def test_families_without_a_chat_template_get_their_documented_prompt_form(
         backend: Callable[[str], Backend], family: str, expected: str) -> None:
-    assert backend(family)._text(ASK_B, 1) == expected  # type: ignore[attr-defined]
+    assert backend(family).prompt_text(ASK_B, 1) == expected  # type: ignore[attr-defined]
 
 
 def test_an_encoder_decoder_language_model_keeps_its_whole_output(backend: Callable[[str], Backend]) -> None:

@@ -32,8 +32,8 @@ from benchc.compiler.media import png_bytes
 from benchc.compiler.spec.models import Generation
 
 from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
-from .hf import request_seed
-from .local_model import LocalTorchBackend, package_version, private_rng, require_module
+from .devices import private_rng
+from .local_model import LocalTorchBackend, package_version, request_seed, require_module
 
 INSTALL_HINT = "pip install diffusers==0.39.0 (the newest release that installs beside transformers 4.57)"
 

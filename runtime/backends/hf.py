@@ -94,16 +94,17 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.identity import folder_digest, installed_version
-from benchc.compiler.identity import request_seed as identity_seed
+from benchc.compiler.spec.models import Generation
 
 from . import hf_batching, hf_captioners, hf_prefix, hf_processor
-from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
+from .devices import private_rng, release_memory, to_device
+from .local_model import LocalTorchBackend, package_version, request_seed
+from .local_model import model_digest as model_digest  # re-exported: read from here (runtime/clip_embed.py)
 from .media import decode_image
-
 
 
 @dataclass(frozen=True)
@@ -135,18 +136,6 @@ PROMPT_FORMS: dict[str, PromptForm] = {
 """Prompt rules of the families without a chat template, by ``config.model_type``."""
 
 
-def model_digest(path: str) -> str:
-    """Digest of a model folder: every file in it, by the one folder recipe (compiler.identity)."""
-    return folder_digest(Path(path))
-
-
-def request_seed(request: Request, base: int | None) -> int:
-    """A sampling seed from the request's content and sample index, never from its batch; a
-    request's own seed (a compile-time model step's variant) replaces the base."""
-    seed = request.seed if request.seed is not None else (base or 0)
-    return identity_seed("hf-sample-seed", seed, request.prompt, request.system, request.media, request.sample)
-
-
 @lru_cache(maxsize=32)
 def _model_type(path: str) -> str:
     """The folder's ``config.json`` model type, read without transformers (a fingerprint loads
@@ -171,60 +160,50 @@ right, and requests of like length batched together (``hf_batching``); 1: everyt
 the left, batches cut in manifest order."""
 
 
-class HFVision(Backend):
+class HFVision(LocalTorchBackend):
+    """The ``hf`` backend (see the module docstring). Once loaded it is the ``LoadedModel`` that
+    ``hf_prefix`` and ``hf_captioners`` work with, through its public names."""
+
     name = "hf"
     tasks = frozenset({"generate"})
-    target_is_path = True
-    OPTIONS: ClassVar[set[str]] = {"batch_size", "dtype", "device", "share_prefix"}
-    DTYPES = ("float32", "float16", "bfloat16")
+    USAGE = "hf:/path/to/model (a folder saved with save_pretrained)"
+    OPTIONS = frozenset({"batch_size", "dtype", "device", "share_prefix"})
+    NEEDS_TORCH = "hf backend needs torch and transformers"
+    LOAD_HINT = "is it an image-text-to-text model (or a causal LM) saved with save_pretrained?"
 
-    def __init__(self, spec: BackendSpec, generation: Any) -> None:
+    def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.check_options(self.OPTIONS)
-        self.path = Path(spec.target)
-        if not spec.target or not (self.path / "config.json").is_file():
-            raise BackendError(Problem(f"hf: no model folder with config.json at {spec.target!r}",
-                                       hint="hf:/path/to/model (a folder saved with save_pretrained)"))
-        self.batch_size = self.int_option("batch_size", 8, minimum=1)
-        self.dtype_name = self.choice_option("dtype", "float32", self.DTYPES)
-        try:
-            import torch
-        except ImportError as exc:
-            raise BackendError(Problem(f"hf backend needs torch and transformers: {exc}")) from None
-        self.torch = torch
-        self.device = self._device(self.option("device", "cpu"))
         self.share_prefix = self.choice_option("share_prefix", "false", ("true", "false")) == "true"
-        self._loaded = False
         self.shared_groups = 0
         """How many groups of requests shared an image prefix (``share_prefix``)."""
         self.oom_splits = 0
         """How many times a batch was split in halves after running out of memory (to log)."""
 
+    def read_options(self) -> None:
+        self.batch_size = self.int_option("batch_size", 8, minimum=1)
+
     def prepare(self) -> None:
-        if not self._loaded:
-            self._load()
-            self._loaded = True
-            if self.share_prefix:  # refused before the first request
-                hf_prefix.check_family(self.model.config.model_type)
+        if self._loaded:
+            return
+        super().prepare()
+        if self.share_prefix:  # refused before the first request
+            hf_prefix.check_family(self.model.config.model_type)
 
     def _load(self) -> None:
+        """The processor (or tokenizer) and model, on the device, ready for left-padded batches
+        (``prepare`` runs it under a private RNG: building a model draws initial weights)."""
         try:
             from transformers import AutoConfig
         except ImportError as exc:
-            raise BackendError(Problem(f"hf backend needs torch and transformers: {exc}")) from None
+            raise BackendError(Problem(f"{self.NEEDS_TORCH.format(name=self.name)}: {exc}")) from None
         try:
             config = AutoConfig.from_pretrained(self.path, local_files_only=True)
             self.takes_images = _is_image_text_to_text(config)
             self.family = getattr(config, "model_type", "")
             self.prompt_form = PROMPT_FORMS.get(self.family) if self.takes_images else None
-            # Building a model draws its initial weights from the global RNG before loading the
-            # real ones: fork it, so that loading (which may now happen mid-run) leaves it alone.
-            with self.torch.random.fork_rng(devices=[]):
-                self.processor, self.model = (self._load_vision(config) if self.takes_images else self._load_text())
+            self.processor, self.model = (self._load_vision(config) if self.takes_images else self._load_text())
         except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
-            raise BackendError(Problem(f"hf: cannot load {self.path}: {str(exc).strip().splitlines()[0]}",
-                                       hint="is it an image-text-to-text model (or a causal LM) saved "
-                                            "with save_pretrained?")) from None
+            raise self.load_failed(exc, self.LOAD_HINT) from None
         self.model.to(self.device).eval()
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         if self.tokenizer.pad_token_id is None:  # many causal LMs ship without a pad token
@@ -254,8 +233,7 @@ class HFVision(Backend):
             processor = hf_captioners.load_parts(self.path, config.model_type)
         else:
             processor = self._load_processor(config)
-        model = AutoModelForImageTextToText.from_pretrained(
-            self.path, local_files_only=True, dtype=getattr(self.torch, self.dtype_name))
+        model = AutoModelForImageTextToText.from_pretrained(self.path, local_files_only=True, dtype=self.dtype)
         return processor, model
 
     def _load_processor(self, config: Any) -> Any:
@@ -280,22 +258,8 @@ class HFVision(Backend):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(
-            self.path, local_files_only=True, dtype=getattr(self.torch, self.dtype_name))
+        model = AutoModelForCausalLM.from_pretrained(self.path, local_files_only=True, dtype=self.dtype)
         return tokenizer, model
-
-    def _device(self, name: str) -> Any:
-        """A torch device that exists on this machine, or a BackendError before any request."""
-        try:
-            device = self.torch.device(name)
-        except RuntimeError:
-            raise self.bad_option("device", name, "a torch device such as cpu, cuda or cuda:1") from None
-        if device.type == "cuda" and not (self.torch.cuda.is_available()
-                                          and (device.index or 0) < self.torch.cuda.device_count()):
-            raise self.bad_option("device", name, "a CUDA device present on this machine (or cpu)")
-        if device.type not in ("cpu", "cuda"):
-            raise self.bad_option("device", name, "cpu or cuda[:N]")
-        return device
 
     @property
     def sampling(self) -> bool:
@@ -304,11 +268,9 @@ class HFVision(Backend):
     def fingerprint(self) -> dict[str, Any]:
         g = self.generation
         out: dict[str, Any] = {
-            "backend": self.name, "model": model_digest(str(self.path)),
-            "transformers": installed_version("transformers"), "torch": installed_version("torch"),
+            **self.base_fingerprint(), "transformers": package_version("transformers"),
             # with torchvision, transformers 5 picks the fast image processors (other pixels)
-            "torchvision": installed_version("torchvision"),
-            "dtype": self.dtype_name, "device": self._device_identity(),
+            "torchvision": package_version("torchvision"),
             "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)
             out["batch_size"] = self.batch_size
@@ -319,19 +281,15 @@ class HFVision(Backend):
             out["captioner"] = hf_captioners.REVISION
         return out
 
-    def _device_identity(self) -> str:
-        """The device type, plus the GPU model on CUDA (another GPU runs other kernels)."""
-        if self.device.type == "cuda":
-            return f"cuda:{self.torch.cuda.get_device_name(self.device)}"
-        return self.device.type
-
     @property
     def _has_chat_template(self) -> bool:
         return bool(getattr(self.processor, "chat_template", None) or getattr(self.tokenizer, "chat_template", None))
 
     # --- prompts ------------------------------------------------------------------------------
 
-    def _text(self, request: Request, n_images: int) -> str:
+    def prompt_text(self, request: Request, n_images: int) -> str:
+        """The request's prompt as the family takes it (see "How a request becomes the model's
+        input" in the module docstring)."""
         if not self.takes_images:
             return self._plain_text(request)
         if self.prompt_form is not None:
@@ -362,7 +320,7 @@ class HFVision(Backend):
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return f"{request.system}\n\n{request.prompt}" if request.system else request.prompt
 
-    def _check_images(self, request: Request, n_images: int) -> None:
+    def check_images(self, request: Request, n_images: int) -> None:
         """Refuse, before any generation, what the model cannot take."""
         if n_images and not self.takes_images:
             raise BackendError(Problem(f"hf: {self.path.name} is a text-only model and a request has an image",
@@ -406,9 +364,9 @@ class HFVision(Backend):
         images, texts = [], []
         for request in requests:
             shas = [sha for kind, sha in request.media if kind == "image"]
-            self._check_images(request, len(shas))
+            self.check_images(request, len(shas))
             images += [decode_image(load_media("image", s), s) for s in shas]
-            texts.append(self._text(request, len(shas)))
+            texts.append(self.prompt_text(request, len(shas)))
         if self.takes_images:
             encoded = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
         else:
@@ -421,13 +379,9 @@ class HFVision(Backend):
         """Whether the model's forward takes this input (causal LMs take no token_type_ids)."""
         return name in inspect.signature(self.model.forward).parameters
 
-    def _to_device(self, value: Any) -> Any:
+    def to_device(self, value: Any) -> Any:
         """Move a tensor to the model's device; floating-point ones (pixel values) also to its dtype."""
-        if not isinstance(value, self.torch.Tensor):
-            return value
-        if value.is_floating_point():
-            return value.to(self.device, dtype=self.model.dtype)
-        return value.to(self.device)
+        return to_device(self.torch, value, self.device, self.model.dtype)
 
     def _generate_or_split(self, requests: list[Request], load_media: MediaLoader,
                            seed: int | None) -> list[Response]:
@@ -438,7 +392,7 @@ class HFVision(Backend):
             return self._generate(requests, load_media, seed)
         except out_of_memory:
             pass  # free the failed batch's tensors (held by the traceback) before retrying
-        self._release_memory()
+        release_memory(self.torch, self.device)
         if len(requests) == 1:
             raise BackendError(Problem(
                 f"hf: out of memory generating even a single request with {self.path.name} "
@@ -462,32 +416,25 @@ class HFVision(Backend):
         self.shared_groups += len(groups)
         return [answers[i] for i in range(len(requests))]
 
-    def _release_memory(self) -> None:
-        if self.device.type == "cuda":
-            self.torch.cuda.empty_cache()
-
     def _generate(self, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
         """One padded ``generate`` call (captioners: ``hf_captioners``)."""
         if self.family in hf_captioners.CAPTIONER_FAMILIES:
             return hf_captioners.generate(self, requests, load_media, seed)
-        inputs = {k: self._to_device(v) for k, v in self._inputs(requests, load_media).items()}
-        out = self._run_generate(inputs, seed)
+        inputs = {k: self.to_device(v) for k, v in self._inputs(requests, load_media).items()}
+        out = self.run_generate(inputs, seed)
         # Decoder-only models return the prompt then the answer; encoder-decoder ones the answer.
         new_tokens = out if self.encoder_decoder else out[:, inputs["input_ids"].shape[1]:]
         return [Response("text", text=self.tokenizer.decode(row, skip_special_tokens=True).strip())
                 for row in new_tokens]
 
-    def _run_generate(self, inputs: dict[str, Any], seed: int | None, kwargs: dict[str, Any] | None = None) -> Any:
+    def run_generate(self, inputs: dict[str, Any], seed: int | None, kwargs: dict[str, Any] | None = None) -> Any:
         """``generate`` on tensors already on the device, with ``kwargs`` (default
-        ``_generate_kwargs()``); ``seed`` seeds the RNG for this call alone (fork_rng restores
-        the caller's RNG state afterwards)."""
-        forked = [self.device.index or 0] if self.device.type == "cuda" else []
-        with self.torch.inference_mode(), self.torch.random.fork_rng(devices=forked):
-            if seed is not None:
-                self.torch.manual_seed(seed)
-            return self.model.generate(**inputs, **(self._generate_kwargs() if kwargs is None else kwargs))
+        ``generate_kwargs()``); ``seed`` seeds the RNG for this call alone (the caller's RNG
+        state is restored afterwards)."""
+        with self.torch.inference_mode(), private_rng(self.torch, self.device, seed):
+            return self.model.generate(**inputs, **(self.generate_kwargs() if kwargs is None else kwargs))
 
-    def _generate_kwargs(self) -> dict[str, Any]:
+    def generate_kwargs(self) -> dict[str, Any]:
         g = self.generation
         kwargs: dict[str, Any] = {"generation_config": self.model.generation_config,
                                   "max_new_tokens": g.max_new_tokens,

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from .base import MediaLoader, Request, Response
+from .hf_loaded import LoadedModel
+from .media import decode_image
 
 CAPTIONER_FAMILIES = frozenset({"blip", "git", "vision-encoder-decoder"})
 REVISION = 1
@@ -69,25 +71,24 @@ def returned_prefix(family: str, prefix: list[int]) -> int:
     return len(prefix) - 1 if family == "blip" else len(prefix)
 
 
-def _generate_kwargs(backend: Any) -> dict[str, Any]:
+def _caption_kwargs(loaded: LoadedModel) -> dict[str, Any]:
     """The backend's generation settings; BLIP's ``generate`` sets the pad (and end) token of its
     text decoder itself and refuses a second one."""
-    kwargs = backend._generate_kwargs()
-    if backend.family == "blip":
+    kwargs = loaded.generate_kwargs()
+    if loaded.family == "blip":
         del kwargs["pad_token_id"]
     return kwargs
 
 
-def generate(backend: Any, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
+def generate(loaded: LoadedModel, requests: list[Request], load_media: MediaLoader,
+             seed: int | None) -> list[Response]:
     """Captions for ``requests`` (each with one image), in groups of equal prefix length."""
-    from .media import decode_image
-
-    parts: CaptionerParts = backend.processor
+    parts: CaptionerParts = loaded.processor
     prefixes = []
     for request in requests:
         shas = [sha for kind, sha in request.media if kind == "image"]
-        backend._check_images(request, len(shas))
-        prefixes.append(prefix_ids(backend.family, parts.tokenizer, backend.model, backend._text(request, 1)))
+        loaded.check_images(request, len(shas))
+        prefixes.append(prefix_ids(loaded.family, parts.tokenizer, loaded.model, loaded.prompt_text(request, 1)))
     groups: dict[int, list[int]] = {}
     for index, prefix in enumerate(prefixes):
         groups.setdefault(len(prefix), []).append(index)
@@ -95,14 +96,19 @@ def generate(backend: Any, requests: list[Request], load_media: MediaLoader, see
     for indices in groups.values():
         images = [decode_image(load_media("image", sha), sha) for i in indices
                   for kind, sha in requests[i].media if kind == "image"]
-        pixels = parts.image_processor(images=images, return_tensors="pt")["pixel_values"]
-        ids = backend.torch.tensor([prefixes[i] for i in indices])
-        decoder = "decoder_" if backend.family == "vision-encoder-decoder" else ""
-        inputs = {"pixel_values": pixels, f"{decoder}input_ids": ids,
-                  f"{decoder}attention_mask": backend.torch.ones_like(ids)}  # nothing is padded
-        out = backend._run_generate({k: backend._to_device(v) for k, v in inputs.items()}, seed,
-                                    _generate_kwargs(backend))
-        cut = returned_prefix(backend.family, prefixes[indices[0]])
-        for i, row in zip(indices, out[:, cut:]):
-            answers[i] = Response("text", text=parts.tokenizer.decode(row, skip_special_tokens=True).strip())
+        captions = _caption_group(loaded, images, [prefixes[i] for i in indices], seed)
+        answers.update((i, Response("text", text=caption)) for i, caption in zip(indices, captions))
     return [answers[i] for i in range(len(requests))]
+
+
+def _caption_group(loaded: LoadedModel, images: list[Any], prefixes: list[list[int]], seed: int | None) -> list[str]:
+    """One ``generate`` over images whose caption prefixes have the same length (nothing padded)."""
+    parts: CaptionerParts = loaded.processor
+    pixels = parts.image_processor(images=images, return_tensors="pt")["pixel_values"]
+    ids = loaded.torch.tensor(prefixes)
+    decoder = "decoder_" if loaded.family == "vision-encoder-decoder" else ""
+    inputs = {"pixel_values": pixels, f"{decoder}input_ids": ids,
+              f"{decoder}attention_mask": loaded.torch.ones_like(ids)}  # nothing is padded
+    out = loaded.run_generate({k: loaded.to_device(v) for k, v in inputs.items()}, seed, _caption_kwargs(loaded))
+    cut = returned_prefix(loaded.family, prefixes[0])
+    return [parts.tokenizer.decode(row, skip_special_tokens=True).strip() for row in out[:, cut:]]

@@ -25,6 +25,8 @@ import numpy as np
 from benchc.compiler.errors import BackendError, Problem
 
 from .base import MediaLoader, Request
+from .hf_loaded import LoadedModel
+from .media import decode_image
 
 SHARING_FAMILIES = ("llava", "llava_next")
 
@@ -50,26 +52,13 @@ class Encoded:
         return (request.media, tuple(self.input_ids[0, :self.prefix].tolist()))
 
 
-def encode_alone(backend: Any, requests: list[Request], load_media: MediaLoader) -> list[Encoded]:
+def encode_alone(loaded: LoadedModel, requests: list[Request], load_media: MediaLoader) -> list[Encoded]:
     """Each request's tokens unpadded, from one processor call over the batch (each image is
     decoded once and processed once per request that shows it, as in the unshared path)."""
-    from .media import decode_image
-
-    torch = backend.torch
-    texts, images, counts, decoded = [], [], [], {}
-    for request in requests:
-        shas = [sha for kind, sha in request.media if kind == "image"]
-        backend._check_images(request, len(shas))
-        for sha in shas:
-            if sha not in decoded:
-                decoded[sha] = decode_image(load_media("image", sha), sha)
-        images += [decoded[sha] for sha in shas]
-        texts.append(backend._text(request, len(shas)))
-        counts.append(len(shas))
-    batch = backend.processor(text=texts, images=images or None)  # lists: no padding, no tensors
-    image_token = getattr(backend.model.config, "image_token_id", None)
-    if image_token is None:
-        image_token = backend.model.config.image_token_index
+    torch = loaded.torch
+    texts, images, counts = _texts_and_images(loaded, requests, load_media)
+    batch = loaded.processor(text=texts, images=images or None)  # lists: no padding, no tensors
+    image_token = _image_token(loaded.model.config)
     out, first_image = [], 0
     for index, count in enumerate(counts):
         ids = torch.tensor([batch["input_ids"][index]])
@@ -81,6 +70,33 @@ def encode_alone(backend: Any, requests: list[Request], load_media: MediaLoader)
         out.append(Encoded(index, ids, tensors, prefix))
         first_image += count
     return out
+
+
+def _texts_and_images(loaded: LoadedModel, requests: list[Request],
+                      load_media: MediaLoader) -> tuple[list[str], list[Any], list[int]]:
+    """The requests' prompt texts, their images in order (each decoded once) and how many each
+    request has; a request the model cannot take is refused first."""
+    texts: list[str] = []
+    images: list[Any] = []
+    counts: list[int] = []
+    decoded: dict[str, Any] = {}
+    for request in requests:
+        shas = [sha for kind, sha in request.media if kind == "image"]
+        loaded.check_images(request, len(shas))
+        for sha in shas:
+            if sha not in decoded:
+                decoded[sha] = decode_image(load_media("image", sha), sha)
+        images += [decoded[sha] for sha in shas]
+        texts.append(loaded.prompt_text(request, len(shas)))
+        counts.append(len(shas))
+    return texts, images, counts
+
+
+def _image_token(config: Any) -> int:
+    """The id of the image placeholder token (``image_token_id``, or ``image_token_index`` in
+    older configs)."""
+    image_token = getattr(config, "image_token_id", None)
+    return int(config.image_token_index if image_token is None else image_token)
 
 
 def groups_of(requests: list[Request], encoded: list[Encoded]) -> tuple[list[list[Encoded]], list[int]]:
@@ -110,25 +126,25 @@ def buckets_of(groups: list[list[Encoded]]) -> list[list[list[Encoded]]]:
     return list(by_shape.values())
 
 
-def generate_bucket(backend: Any, bucket: list[list[Encoded]]) -> list[tuple[int, str]]:
+def generate_bucket(loaded: LoadedModel, bucket: list[list[Encoded]]) -> list[tuple[int, str]]:
     """(request index, answer) for every member of the bucket's groups: the groups' prefixes
     prefilled in one forward pass, each prefix's cache rows repeated for its group's members,
     then one ``generate`` over all members."""
-    torch = backend.torch
+    torch, device = loaded.torch, loaded.device
     firsts = [group[0] for group in bucket]
     prefix = firsts[0].prefix
-    prefix_ids = torch.cat([enc.input_ids[:, :prefix] for enc in firsts]).to(backend.device)
-    images = {k: backend._to_device(torch.cat([enc.images[k] for enc in firsts])) for k in firsts[0].images}
+    prefix_ids = torch.cat([enc.input_ids[:, :prefix] for enc in firsts]).to(device)
+    images = {k: loaded.to_device(torch.cat([enc.images[k] for enc in firsts])) for k in firsts[0].images}
     members = [enc for group in bucket for enc in group]
-    rows = torch.tensor([g for g, group in enumerate(bucket) for _ in group], device=backend.device)
+    rows = torch.tensor([g for g, group in enumerate(bucket) for _ in group], device=device)
     with torch.inference_mode():
-        cache = backend.model(input_ids=prefix_ids, **images, use_cache=True).past_key_values
+        cache = loaded.model(input_ids=prefix_ids, **images, use_cache=True).past_key_values
         cache.batch_select_indices(rows)
-        input_ids, mask = _prefix_pads_tails(torch, members, backend.tokenizer.pad_token_id)
-        out = backend.model.generate(input_ids=input_ids.to(backend.device), attention_mask=mask.to(backend.device),
-                                     past_key_values=cache, **backend._generate_kwargs())
+        input_ids, mask = _prefix_pads_tails(torch, members, loaded.tokenizer.pad_token_id)
+        out = loaded.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                                    past_key_values=cache, **loaded.generate_kwargs())
     new_tokens = out[:, input_ids.shape[1]:]
-    return [(enc.index, backend.tokenizer.decode(row, skip_special_tokens=True).strip())
+    return [(enc.index, loaded.tokenizer.decode(row, skip_special_tokens=True).strip())
             for enc, row in zip(members, new_tokens)]
 
 

@@ -42,8 +42,8 @@ from benchc.compiler.ops.speech import OUTPUT_RATE
 from benchc.compiler.spec.models import Generation
 
 from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
-from .hf import request_seed
-from .local_model import LocalTorchBackend, package_version, private_rng
+from .devices import private_rng, to_device
+from .local_model import LocalTorchBackend, package_version, request_seed
 
 
 def _resampler() -> str:
@@ -188,8 +188,8 @@ class HFSpeechToText(LocalTorchBackend):
         return str(self.processor.batch_decode(ids)[0]).strip()
 
     def _to_device(self, tensor: Any) -> Any:
-        tensor = tensor.to(self.device)
-        return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
+        """A feature tensor on the device; floating-point ones (audio features) in the dtype."""
+        return to_device(self.torch, tensor, self.device, self.dtype)
 
     def _generate_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"do_sample": False, "num_beams": 1, "max_new_tokens": self.max_new_tokens}

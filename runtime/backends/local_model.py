@@ -1,25 +1,30 @@
-"""Shared pieces of the backends that load a model from a local folder with torch.
+"""Shared pieces of the backends that load a model from a local folder (hf, hf-asr, hf-tts,
+diffusers; vllm uses the helpers): it imports no backend module, only the protocol (``base``)
+and the device helpers (``devices``).
 
 Checks that fail before any request (a folder without its marker file, a package that is not
-installed, a device this machine lacks), the device identity that enters fingerprints (another GPU
-runs other kernels, so its answers may differ in the last bits), and the RNG handling that keeps a
-backend's seeding from touching the caller's global torch RNG.
+installed, a device this machine lacks), the identity of what answers (the folder's digest, the
+device: see ``devices``), per-request sampling seeds, and the base class ``LocalTorchBackend``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.identity import installed_version
+from benchc.compiler.identity import folder_digest, installed_version
+from benchc.compiler.identity import request_seed as identity_seed
 from benchc.compiler.spec.models import Generation
 
-from .base import Backend, BackendSpec
-from .hf import model_digest
+from .base import Backend, BackendSpec, Request
+from .devices import DTYPES, device_identity, private_rng, torch_device
+
+__all__ = [  # device_identity, private_rng, torch_device: also read from here (runtime/clip_embed.py)
+    "LocalTorchBackend", "device_identity", "first_line", "model_digest", "model_folder", "module_available",
+    "package_version", "private_rng", "request_seed", "require_module", "torch_device",
+]
 
 
 def module_available(name: str) -> bool:
@@ -50,36 +55,17 @@ def model_folder(backend: str, target: str, marker: str, usage: str) -> Path:
     return path
 
 
-def torch_device(torch: Any, name: str) -> Any:
-    """A torch device present on this machine; ValueError (with what is expected) otherwise."""
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError("a torch device such as cpu, cuda or cuda:1") from None
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError("cpu or cuda[:N]")
-    if device.type == "cuda" and not (torch.cuda.is_available()
-                                      and (device.index or 0) < torch.cuda.device_count()):
-        raise ValueError("a CUDA device present on this machine (or cpu)")
-    return device
+def model_digest(path: str) -> str:
+    """Digest of a model folder: every file in it, by the one folder recipe (compiler.identity)."""
+    return folder_digest(Path(path))
 
 
-def device_identity(torch: Any, device: Any) -> str:
-    """The device type, plus the GPU model on CUDA (another GPU runs other kernels)."""
-    if device.type == "cuda":
-        return f"cuda:{torch.cuda.get_device_name(device)}"
-    return str(device.type)
-
-
-@contextmanager
-def private_rng(torch: Any, device: Any, seed: int | None = None) -> Iterator[None]:
-    """Run a block under its own torch RNG state (seeded when ``seed`` is given); the caller's
-    CPU and CUDA RNG states are restored afterwards."""
-    forked = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=forked):
-        if seed is not None:
-            torch.manual_seed(seed)
-        yield
+def request_seed(request: Request, base: int | None) -> int:
+    """A sampling seed from the request's content and sample index, never from its batch; a
+    request's own seed (a compile-time model step's variant) replaces the base. (The recipe's
+    name says ``hf``: it seeds the hf, hf-tts, diffusers and vllm backends alike.)"""
+    seed = request.seed if request.seed is not None else (base or 0)
+    return identity_seed("hf-sample-seed", seed, request.prompt, request.system, request.media, request.sample)
 
 
 def first_line(exc: BaseException) -> str:
@@ -97,28 +83,37 @@ class LocalTorchBackend(Backend):
     MARKER: ClassVar[str] = "config.json"
     USAGE: ClassVar[str] = "NAME:/path/to/model (a folder saved with save_pretrained)"
     OPTIONS: ClassVar[frozenset[str]] = frozenset({"device", "dtype"})
-    DTYPES: ClassVar[tuple[str, ...]] = ("float32", "float16", "bfloat16")
+    DTYPES: ClassVar[tuple[str, ...]] = DTYPES
+    NEEDS_TORCH: ClassVar[str] = "backend {name!r} needs torch"
+    """The message (before the import error) when torch cannot be imported."""
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
         self.check_options(set(self.OPTIONS))
         self.check_packages()
         self.path = model_folder(self.name, spec.target, self.MARKER, self.USAGE)
+        self.read_options()
         self.dtype_name = self.choice_option("dtype", "float32", self.DTYPES)
-        try:
-            import torch
-        except ImportError as exc:
-            raise BackendError(Problem(f"backend {self.name!r} needs torch: {exc}")) from None
-        self.torch = torch
+        self.torch = self._import_torch()
         name = self.option("device", "cpu")
         try:
-            self.device = torch_device(torch, name)
+            self.device = torch_device(self.torch, name)
         except ValueError as exc:
             raise self.bad_option("device", name, str(exc)) from None
         self._loaded = False
 
     def check_packages(self) -> None:
         """Fail before any request when a package the backend needs is missing (override)."""
+
+    def read_options(self) -> None:
+        """Read the backend's own options that are checked before dtype and device (override)."""
+
+    def _import_torch(self) -> Any:
+        try:
+            import torch
+        except ImportError as exc:
+            raise BackendError(Problem(f"{self.NEEDS_TORCH.format(name=self.name)}: {exc}")) from None
+        return torch
 
     @property
     def dtype(self) -> Any:

@@ -23,7 +23,6 @@ they are tested without vllm.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,8 +30,9 @@ from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
 from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
-from .hf import model_digest, request_seed
-from .local_model import first_line, model_folder, package_version, require_module
+from .devices import device_identity
+from .local_model import first_line, model_digest, model_folder, package_version, request_seed, require_module
+from .media import decode_image
 
 INSTALL_HINT = "pip install vllm (needs a CUDA GPU; pick the release built for your torch)"
 DTYPES = ("auto", "float16", "bfloat16", "float32")
@@ -77,16 +77,6 @@ def engine_input(prompt: str, images: list[Any]) -> dict[str, Any]:
     return {"prompt": prompt, "multi_modal_data": {"image": images[0] if len(images) == 1 else list(images)}}
 
 
-def _image(data: bytes, sha256: str) -> Any:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        return Image.open(io.BytesIO(data)).convert("RGB")
-    except (UnidentifiedImageError, OSError) as exc:
-        raise BackendError(Problem(f"vllm: image {sha256[:12]} cannot be decoded: {exc}",
-                                   hint="the compile cache may be damaged; recompile with a fresh --cache")) from None
-
-
 class VLLMEngine(Backend):
     name = "vllm"
     tasks = frozenset({"generate"})
@@ -123,9 +113,10 @@ class VLLMEngine(Backend):
 
     @staticmethod
     def _device_identity() -> str:
+        """The GPU model of the first CUDA device (where the engine runs), or "no-cuda"."""
         import torch
 
-        return f"cuda:{torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no-cuda"
+        return device_identity(torch, torch.device("cuda", 0)) if torch.cuda.is_available() else "no-cuda"
 
     def prepare(self) -> None:
         if self.llm is not None:
@@ -171,7 +162,7 @@ class VLLMEngine(Backend):
         if len(shas) > self.max_images:
             raise BackendError(Problem(f"vllm: a request has {len(shas)} images, more than max_images="
                                        f"{self.max_images}", hint="raise the backend option max_images"))
-        images = [_image(load_media("image", s), s) for s in shas]
+        images = [decode_image(load_media("image", s), s, backend=self.name) for s in shas]
         return engine_input(render_prompt(self.renderer, request, len(images)), images)
 
 
