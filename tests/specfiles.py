@@ -9,9 +9,9 @@ from conftest import SPECS
 
 TABLE = "text2speech_heavy_corrupted_hard_1k_first50.csv"
 
-MINI_SPEC = """\
+_HEAD = """\
 [benchmark]
-name = "test/mini"
+name = "test/{name}"
 version = "1.0.0"
 seed = 0
 
@@ -19,7 +19,7 @@ seed = 0
 loader = "mmcbench.text_table"
 
 [[source.tables]]
-path = "data/{table}"
+path = "data/{{table}}"
 severity = "heavy"
 selection = "hard"
 
@@ -30,8 +30,20 @@ n = {n}
 id = "text"
 op = "mmcbench.released_text"
 input = "record"
-params.corruption = {{ grid = ["clean", "leet_letters", "random_swap"] }}
+params.corruption = {{{{ grid = {grid} }}}}
 
+"""
+
+
+def text_table_spec(name: str, grid: str, rest: str, n: int | str = "{n}") -> str:
+    """A spec template over the released texts of the bundled table: benchmark test/``name``, a
+    sample of ``n``, the text node swept over ``grid`` (a TOML list of corruptions), then ``rest``.
+    Fill ``{table}`` (and ``{n}`` when ``n`` is left so) with str.format: double the braces in
+    ``rest``."""
+    return _HEAD.format(name=name, n=n, grid=grid) + rest
+
+
+MINI_SPEC = text_table_spec("mini", '["clean", "leet_letters", "random_swap"]', """\
 [prompt]
 template = "{{{{ text }}}}"
 
@@ -49,7 +61,7 @@ input = "speech"
 name = "mmcbench.consistency"
 stage = "transcript"
 by = ["severity"]
-"""
+""")
 
 
 def write_mini(folder: Path, n: int = 4, table: str = TABLE, text: str | None = None) -> Path:

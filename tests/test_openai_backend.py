@@ -16,7 +16,6 @@ import secrets
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
 from benchc.runtime.backends.openai_compat import RateLimiter, parse_rate, request_seed, retry_after
 from conftest import cli
-from specfiles import TABLE, write_mini
+from specfiles import TABLE, text_table_spec, write_mini
+from support.local_server import LocalServer, QuietHandler
 
 KEY_ENV = "BENCHC_TEST_OPENAI_KEY"
 KEY = "sk-test-" + secrets.token_hex(16)
@@ -38,7 +38,7 @@ MODEL = "test-model"
 # -- the imitation server -----------------------------------------------------------------------
 
 
-class FakeServer:
+class FakeServer(LocalServer):
     """Scripted answers: ``plan`` is consumed one action per chat request, then ``default``."""
 
     def __init__(self) -> None:
@@ -48,15 +48,7 @@ class FakeServer:
         self.cond = threading.Condition()
         self.in_flight = self.max_in_flight = self.arrived = 0
         self.gate: tuple[int, int] | None = None  # (hold until this many in flight, or all of this many arrived)
-        self.release = threading.Event()  # ends stalls at teardown
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.fake = self
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        super().__init__(_Handler)
 
     def chats(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -65,28 +57,8 @@ class FakeServer:
         with self.cond:
             return self.plan.pop(0) if self.plan else ("echo",)
 
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    fake: FakeServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:  # a client that gave up
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
+class _Handler(QuietHandler):
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -464,29 +436,7 @@ def test_the_backend_spaces_its_requests(server: FakeServer, key_env: None) -> N
 # -- the key never leaks ------------------------------------------------------------------------
 
 
-OPENAI_SPEC = """\
-[benchmark]
-name = "test/openai"
-version = "1.0.0"
-seed = 0
-
-[source]
-loader = "mmcbench.text_table"
-
-[[source.tables]]
-path = "data/{table}"
-severity = "heavy"
-selection = "hard"
-
-[sample]
-n = 1
-
-[[node]]
-id = "text"
-op = "mmcbench.released_text"
-input = "record"
-params.corruption = {{ grid = ["clean", "leet_letters"] }}
-
+OPENAI_SPEC = text_table_spec("openai", '["clean", "leet_letters"]', n=1, rest="""\
 [prompt]
 system = "Answer briefly."
 template = "Repeat: {{{{ text }}}}"
@@ -501,7 +451,7 @@ seed = 7
 id = "answer"
 task = "generate"
 backend = "model"
-"""
+""")
 
 
 def test_the_key_is_in_no_file_log_or_message(tmp_path: Path, server: FakeServer,

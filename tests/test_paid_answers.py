@@ -30,7 +30,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,8 @@ from benchc.runtime.backends import openai_compat
 from benchc.runtime.executor import execute
 from benchc.runtime.store import ResponseStore
 from conftest import ROOT
-from specfiles import TABLE, write_mini
+from specfiles import TABLE, text_table_spec, write_mini
+from support.local_server import LocalServer, QuietHandler
 
 KEY_ENV = "BENCHC_TEST_PAID_KEY"
 KEY = "sk-paid-" + secrets.token_hex(16)
@@ -63,7 +63,7 @@ Decide = Callable[[str, int], str]
 echo-key."""
 
 
-class FaultServer:
+class FaultServer(LocalServer):
     """Answers ``/v1/models`` and ``/v1/chat/completions``; ``decide`` picks each chat's action.
     A request's identity is its prompt and seed (distinct for every request key here)."""
 
@@ -75,38 +75,10 @@ class FaultServer:
         self.sent: Counter[str] = Counter()  # complete answers per identity
         self.actions: Counter[str] = Counter()
         self.lock = threading.Lock()
-        self.release = threading.Event()
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.fake = self
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(_Handler)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    fake: FaultServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:  # a client that gave up
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
+class _Handler(QuietHandler):
     def _send(self, status: int, body: bytes) -> bool:
         try:
             self.send_response(status)
@@ -198,29 +170,7 @@ def no_media(kind: str, sha: str) -> bytes:
 
 # -- a manifest of 40 requests ------------------------------------------------------------------
 
-SPEC = """\
-[benchmark]
-name = "test/paid"
-version = "1.0.0"
-seed = 0
-
-[source]
-loader = "mmcbench.text_table"
-
-[[source.tables]]
-path = "data/{table}"
-severity = "heavy"
-selection = "hard"
-
-[sample]
-n = 20
-
-[[node]]
-id = "text"
-op = "mmcbench.released_text"
-input = "record"
-params.corruption = {{ grid = ["clean", "leet_letters"] }}
-
+SPEC = text_table_spec("paid", '["clean", "leet_letters"]', n=20, rest="""\
 [prompt]
 template = "Repeat: {{{{ text }}}}"
 
@@ -233,7 +183,7 @@ seed = 7
 id = "answer"
 task = "generate"
 backend = "model"
-"""
+""")
 ITEMS = 40
 
 

@@ -62,6 +62,7 @@ from ..registry import Registry
 from ..values import Value
 from ._pretrained import Detection, clip_embeddings, detect, pinned_model
 from .base import OPENCV, OPS, Op, OpContext, OpOutput, OpParams, library_versions
+from .fields import field_or_none
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
@@ -111,16 +112,8 @@ def _object_mask(ctx: OpContext, name: str, shape: tuple[int, int]) -> np.ndarra
     return mask
 
 
-def _field(ctx: OpContext, path: str) -> Any | None:
-    """A record field, or None when the record does not have it."""
-    try:
-        return ctx.record.get(path)
-    except KeyError:
-        return None
-
-
 def _box(ctx: OpContext, path: str) -> tuple[float, float, float, float]:
-    box = _field(ctx, path)
+    box = field_or_none(ctx, path)
     if not (isinstance(box, (list, tuple)) and len(box) == 4
             and all(isinstance(v, (int, float)) for v in box)):
         raise OpError(Problem(f"record {ctx.record.id!r} has no box [x, y, w, h] at {path!r}",
@@ -202,7 +195,7 @@ class RemoveObject(Op):
                                   f"{out.shape}, not uint8 {image.shape}", key="params.inpainter"))
         # Pixels outside the mask are the input's, whatever the inpainter did there.
         out = np.where(mask[..., None], out, image)
-        return OpOutput(_put(ctx, out), attrs={"removed_object": _field(ctx, params.name_field),
+        return OpOutput(_put(ctx, out), attrs={"removed_object": field_or_none(ctx, params.name_field),
                                                "mask_area": int(mask.sum())})
 
 
@@ -247,7 +240,7 @@ class RecolorObject(Op):
     def apply(self, value: Value | None, params: RecolorParams, ctx: OpContext) -> OpOutput:
         image = _pixels(ctx, value)
         mask = _object_mask(ctx, params.mask, image.shape[:2])
-        known = _field(ctx, params.color_field)
+        known = field_or_none(ctx, params.color_field)
         original = str(known).lower() if known is not None else None
         target: str = params.color
         if target == original:
@@ -424,7 +417,7 @@ class ObjectRemoved(Op):
         return library_versions(self.libraries if uses_models else (*CV2, "numpy", "pillow"))
 
     def apply(self, value: Value | None, params: RemovedParams, ctx: OpContext) -> OpOutput:
-        name, colour = _field(ctx, params.name_field), _field(ctx, params.color_field)
+        name, colour = field_or_none(ctx, params.name_field), field_or_none(ctx, params.color_field)
         target = Target(None if name is None else str(name),
                         None if colour is None else str(colour).lower(), _box(ctx, params.box_field))
         found = DETECTORS.get(params.detector)(_pixels(ctx, value), target, params, ctx)

@@ -35,6 +35,7 @@ from ..errors import OpError, Problem
 from ..model_steps import ModelPrompt, answer_items, first_answer_line, is_refusal
 from ..values import Value
 from .base import OPS, ModelOp, ModelStepParams, OpContext, OpOutput, check_template, render_prompt
+from .fields import field_or_none
 from .text_questions import AUXILIARIES
 
 TRANSLATE = ("Translate the following {{ source_language }} text into {{ target_language }}. "
@@ -68,10 +69,7 @@ def _single_line(op: ModelOp, value: Value | None, params: Any, ctx: OpContext,
 
 
 def _record_field(ctx: OpContext, path: str, key: str) -> Any:
-    try:
-        value = ctx.record.get(path)
-    except KeyError:
-        value = None
+    value = field_or_none(ctx, path)
     if value is None or (isinstance(value, str) and not value.strip()) or value == []:
         raise OpError(Problem(f"record {ctx.record.id!r} has no value at {path!r}", key=key))
     return value

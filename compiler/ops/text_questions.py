@@ -27,6 +27,7 @@ from pydantic import Field, field_validator
 from ..errors import OpError, Problem
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams
+from .fields import field_or_none, required_field
 
 # --- rephrasing ----------------------------------------------------------------------------
 
@@ -48,11 +49,7 @@ class RephraseFromTable(Op):
     default_input = "record"
 
     def apply(self, value: Value | None, params: RephraseParams, ctx: OpContext) -> OpOutput:
-        try:
-            rephrasings = ctx.record.get(params.field)
-        except KeyError:
-            raise OpError(Problem(f"record {ctx.record.id!r} has no field {params.field!r}",
-                                  key="params.field")) from None
+        rephrasings = required_field(ctx, params.field, "params.field", hint=False)
         if not isinstance(rephrasings, list) or not all(isinstance(r, str) for r in rephrasings):
             raise OpError(Problem(f"record {ctx.record.id!r}: field {params.field!r} is not a "
                                   "list of strings", key="params.field"))
@@ -194,10 +191,7 @@ class CountQuestion(Op):
     libraries = ("lemminflect",)
 
     def apply(self, value: Value | None, params: CountParams, ctx: OpContext) -> OpOutput:
-        try:
-            label = ctx.record.get(params.label_field)
-        except KeyError:
-            label = None
+        label = field_or_none(ctx, params.label_field)
         if not isinstance(label, str) or not label.strip():
             raise OpError(Problem(f"record {ctx.record.id!r} has no label at "
                                   f"{params.label_field!r}", key="params.label_field"))

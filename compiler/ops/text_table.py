@@ -11,6 +11,7 @@ from ..errors import OpError, Problem
 from ..sources.mmcbench_table import MMCBENCH_TEXT_CORRUPTIONS
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams
+from .fields import required_field
 
 Corruption = Literal[("clean", *MMCBENCH_TEXT_CORRUPTIONS)]  # type: ignore[valid-type]
 
@@ -60,12 +61,7 @@ class FieldText(Op):
     default_input = "record"
 
     def apply(self, value: Value | None, params: FieldParams, ctx: OpContext) -> OpOutput:
-        try:
-            text = ctx.record.get(params.field)
-        except KeyError:
-            raise OpError(Problem(f"record {ctx.record.id!r} has no field {params.field!r}",
-                                  key="params.field",
-                                  hint=f"its fields: {', '.join(sorted(ctx.record.fields))}")) from None
+        text = required_field(ctx, params.field, "params.field")
         if not isinstance(text, str):
             raise OpError(Problem(f"record {ctx.record.id!r}: field {params.field!r} is not text "
                                   f"({type(text).__name__})", key="params.field"))

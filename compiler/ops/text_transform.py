@@ -70,16 +70,13 @@ from pydantic import Field, field_validator, model_validator
 from ..errors import OpError, Problem
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams, check_template, library_versions, render_prompt
+from .fields import field_or_none, fields_hint, required_field
 from .text_questions import negate_question
 
 
 def _text(value: Value | None) -> str:
     assert value is not None and value.text is not None
     return value.text
-
-
-def _fields_hint(ctx: OpContext) -> str:
-    return f"its fields: {', '.join(sorted(ctx.record.fields))}"
 
 
 def _is_cased(ch: str) -> bool:
@@ -373,11 +370,7 @@ class Negation(Op):
 
     @staticmethod
     def _released(field: str, ctx: OpContext) -> str | None:
-        try:
-            text = ctx.record.get(field)
-        except KeyError:
-            raise OpError(Problem(f"record {ctx.record.id!r} has no field {field!r}", key="params.field",
-                                  hint=_fields_hint(ctx))) from None
+        text = required_field(ctx, field, "params.field")
         if text is not None and not isinstance(text, str):
             raise OpError(Problem(f"record {ctx.record.id!r}: field {field!r} is not text "
                                   f"({type(text).__name__})", key="params.field"))
@@ -457,14 +450,11 @@ class PermuteOptions(Op):
 
 
 def _options(params: PermuteParams, ctx: OpContext) -> list[str]:
-    try:
-        options = ctx.record.get(params.options)
-    except KeyError:
-        options = None
+    options = field_or_none(ctx, params.options)
     if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
         raise OpError(Problem(f"record {ctx.record.id!r}: field {params.options!r} is missing or "
                               "not a non-empty list of option texts", key="params.options",
-                              hint=_fields_hint(ctx)))
+                              hint=fields_hint(ctx)))
     if len(options) > len(params.letters):
         raise OpError(Problem(f"record {ctx.record.id!r} has {len(options)} options, more than the "
                               f"{len(params.letters)} letters {params.letters!r}", key="params.letters"))
@@ -490,11 +480,7 @@ def _order(n: int, params: PermuteParams, ctx: OpContext) -> list[int] | None:
 
 def _answer_index(options: list[str], params: PermuteParams, ctx: OpContext) -> int:
     """The correct option's original index, from its letter, 0-based index or text."""
-    try:
-        answer = ctx.record.get(params.answer)
-    except KeyError:
-        raise OpError(Problem(f"record {ctx.record.id!r} has no field {params.answer!r}",
-                              key="params.answer", hint=_fields_hint(ctx))) from None
+    answer = required_field(ctx, params.answer, "params.answer")
     letters = params.letters[: len(options)]
     if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip() in letters:
         return letters.index(answer.strip())

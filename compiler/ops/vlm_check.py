@@ -33,6 +33,7 @@ from .base import (
     render_prompt,
     template_variables,
 )
+from .fields import field_or_none
 
 QUESTION = "Is there a {{ name }} in the image? Answer yes or no."
 
@@ -65,10 +66,7 @@ class VLMCheck(ModelOp):
 
     def prompts(self, value: Value | None, params: VLMCheckParams, ctx: OpContext) -> list[ModelPrompt]:
         assert value is not None and value.media is not None
-        try:
-            name = ctx.record.get(params.name_field)
-        except KeyError:
-            name = None
+        name = field_or_none(ctx, params.name_field)
         if name is None and "name" in template_variables(params.question):
             raise OpError(Problem(f"record {ctx.record.id!r} has no field {params.name_field!r}",
                                   key="params.name_field"))

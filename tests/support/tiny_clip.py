@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 import pathlib
 import tempfile
+from typing import Any
+
+from support.tiny_weights import save, seeded
 
 __all__ = ["build_tiny_clip", "build_tiny_sd", "clip_tokenizer"]
 
@@ -60,7 +63,6 @@ def _text_ids(tokenizer) -> dict[str, int]:
 
 
 def build_tiny_clip(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
-    import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
     out_dir = pathlib.Path(out_dir)
@@ -72,16 +74,11 @@ def build_tiny_clip(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
                        "num_attention_heads": 2, "image_size": 32, "patch_size": 8},
         projection_dim=8)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = CLIPModel(config).eval()
-    model.save_pretrained(out_dir, safe_serialization=True)
-    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(out_dir)
-    return out_dir
+    model = seeded(lambda: CLIPModel(config).eval(), seed)
+    return save(out_dir, model, CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 def build_tiny_sd(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
-    import torch
     from diffusers import (
         AutoencoderKL,
         DDIMScheduler,
@@ -92,8 +89,8 @@ def build_tiny_sd(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
 
     out_dir = pathlib.Path(out_dir)
     tokenizer = clip_tokenizer()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+
+    def models() -> tuple[Any, Any, Any]:
         unet = UNet2DConditionModel(
             block_out_channels=(4, 8), layers_per_block=1, sample_size=16, in_channels=4, out_channels=4,
             down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
@@ -105,6 +102,9 @@ def build_tiny_sd(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         text_encoder = CLIPTextModel(CLIPTextConfig(
             hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
             max_position_embeddings=MAX_LENGTH, **_text_ids(tokenizer)))
+        return unet, vae, text_encoder
+
+    unet, vae, text_encoder = seeded(models, seed)
     scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
                               clip_sample=False, set_alpha_to_one=False, steps_offset=1)
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from support.tiny_vlm import _CORPUS, TINY_LLAVA_CHAT_TEMPLATE, _make_hf_tokenizer
+from support.tiny_weights import save, seeded
 
 __all__ = [
     "FAMILIES",
@@ -137,14 +138,15 @@ def _seeded(make: Callable[[], Any], seed: int) -> Any:
     hardly depends on the input, and a test of batching should see answers that do."""
     import torch
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    def spread() -> Any:
         model = make()
         with torch.no_grad():
             for parameter in model.parameters():
                 if parameter.dim() >= 2:
                     parameter.normal_(0.0, 0.25)
         return model.to(torch.float32).eval()
+
+    return seeded(spread, seed)
 
 
 def _save(out_dir: pathlib.Path, model: Any, tokenizer: Any, parts: Sequence[Any], **generation: Any) -> pathlib.Path:
@@ -156,10 +158,7 @@ def _save(out_dir: pathlib.Path, model: Any, tokenizer: Any, parts: Sequence[Any
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, suppress_tokens=_suppressed(tokenizer),
         do_sample=False, max_new_tokens=16, **generation)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    for part in parts:
-        part.save_pretrained(out_dir)
-    return out_dir
+    return save(out_dir, model, *parts)
 
 
 def _folder(out_dir: pathlib.Path) -> pathlib.Path:

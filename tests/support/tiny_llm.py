@@ -11,6 +11,7 @@ from __future__ import annotations
 import pathlib
 
 from support.tiny_vlm import _make_hf_tokenizer, _unprintable_token_ids
+from support.tiny_weights import save, seeded
 
 __all__ = ["build_tiny_llm"]
 
@@ -26,13 +27,9 @@ def build_tiny_llm(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
                          tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config).to(torch.float32).eval()
+    model = seeded(lambda: LlamaForCausalLM(config).to(torch.float32).eval(), seed)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, suppress_tokens=_unprintable_token_ids(tokenizer),
         do_sample=False, max_new_tokens=16)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
+    return save(out_dir, model, tokenizer)

@@ -36,6 +36,8 @@ from __future__ import annotations
 import json
 import pathlib
 
+from support.tiny_weights import save, seeded
+
 __all__ = ["WHISPER_SPECIALS", "WHISPER_WINDOW_S", "build_tiny_vits", "build_tiny_wav2vec2", "build_tiny_whisper"]
 
 WHISPER_SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|fr|>", "<|translate|>",
@@ -80,7 +82,6 @@ def _suppressed(tokenizer, ids: dict[str, int]) -> list[int]:
 
 
 def build_tiny_whisper(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
-    import torch
     from transformers import (
         GenerationConfig,
         WhisperConfig,
@@ -103,25 +104,20 @@ def build_tiny_whisper(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         max_source_positions=extractor.nb_max_frames // 2, max_target_positions=448,
         pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, decoder_start_token_id=start,
         suppress_tokens=None, begin_suppress_tokens=None, init_std=1.0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = WhisperForConditionalGeneration(config).eval()
+    model = seeded(lambda: WhisperForConditionalGeneration(config).eval(), seed)
     model.generation_config = GenerationConfig(
         decoder_start_token_id=start, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, max_length=448,
         lang_to_id={"<|en|>": ids["<|en|>"], "<|fr|>": ids["<|fr|>"]},
         task_to_id={"translate": ids["<|translate|>"], "transcribe": ids["<|transcribe|>"]},
         no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=True,
         suppress_tokens=suppress, begin_suppress_tokens=[eot])
-    model.save_pretrained(out_dir, safe_serialization=True)
-    WhisperProcessor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(out_dir)
-    return out_dir
+    return save(out_dir, model, WhisperProcessor(feature_extractor=extractor, tokenizer=tokenizer))
 
 
 CTC_VOCAB = ["<pad>", "<s>", "</s>", "<unk>", "|", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ'"]
 
 
 def build_tiny_wav2vec2(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
-    import torch
     from transformers import (Wav2Vec2Config, Wav2Vec2CTCTokenizer, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC,
                               Wav2Vec2Processor)
 
@@ -137,19 +133,14 @@ def build_tiny_wav2vec2(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         intermediate_size=32, conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 8),
         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, pad_token_id=0,
         ctc_loss_reduction="mean", initializer_range=1.0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = Wav2Vec2ForCTC(config).eval()
-    model.save_pretrained(out_dir, safe_serialization=True)
-    Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(out_dir)
-    return out_dir
+    model = seeded(lambda: Wav2Vec2ForCTC(config).eval(), seed)
+    return save(out_dir, model, Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer))
 
 
 VITS_CHARS = ["<pad>", "<unk>", *" abcdefghijklmnopqrstuvwxyz'.,?!-0123456789"]
 
 
 def build_tiny_vits(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
-    import torch
     from transformers import VitsConfig, VitsModel, VitsTokenizer
 
     out_dir = pathlib.Path(out_dir)
@@ -164,9 +155,4 @@ def build_tiny_vits(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         prior_encoder_num_flows=1, prior_encoder_num_wavenet_layers=1, posterior_encoder_num_wavenet_layers=1,
         duration_predictor_num_flows=1, duration_predictor_filter_channels=16, depth_separable_num_layers=1,
         sampling_rate=16_000)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = VitsModel(config).eval()
-    model.save_pretrained(out_dir, safe_serialization=True)
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
+    return save(out_dir, seeded(lambda: VitsModel(config).eval(), seed), tokenizer)

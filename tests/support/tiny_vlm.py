@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import pathlib
 
+from support.tiny_weights import save, seeded
+
 __all__ = ["build_tiny_llava", "TINY_LLAVA_CHAT_TEMPLATE", "TINY_LLAVA_IMAGE_TOKENS"]
 
 IMAGE_SIZE = 32
@@ -292,10 +294,7 @@ def build_tiny_llava(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
     config = _make_config(tokenizer)
     processor = _make_processor(tokenizer)
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlavaForConditionalGeneration(config)
-    model = model.to(torch.float32).eval()
+    model = seeded(lambda: LlavaForConditionalGeneration(config), seed).to(torch.float32).eval()
 
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id,
@@ -306,9 +305,6 @@ def build_tiny_llava(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
         max_new_tokens=16,
     )
 
-    model.save_pretrained(out_dir, safe_serialization=True)
-    processor.save_pretrained(out_dir)
     # The processor saves the tokenizer too; save it explicitly as well so the tokenizer's own
     # chat template lands in tokenizer_config.json / chat_template.jinja for AutoTokenizer users.
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
+    return save(out_dir, model, processor, tokenizer)
