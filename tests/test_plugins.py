@@ -85,9 +85,9 @@ def test_entry_points_are_listed_without_importing_the_plugin(site: Path) -> Non
 
 
 def test_plugin_flag_loads_a_module_from_the_working_folder() -> None:
-    done = cli("--plugin", "support.plugin_op", "ops", cwd=ROOT / "tests")
+    done = cli("--plugin", "mylab_benchc.ops", "ops", cwd=FIXTURE)  # the plugin, not installed
     assert done.returncode == 0, done.stderr
-    assert "test.upper" in done.stdout
+    assert "mylab.shout" in done.stdout
 
 
 @pytest.mark.parametrize("body, expected", [

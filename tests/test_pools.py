@@ -57,19 +57,19 @@ params.field = "texts"
 
 [[node]]
 id = "loud"
-op = "test.upper"
+op = "mylab.shout"
 input = "source"
 
 [prompt]
 template = "{{ text }}"
 """)
     # In a process of its own, as a user's would be: the plugin's op stays out of this one's registry.
-    script = ("import sys; import support.plugin_op; "
+    script = ("import sys; import mylab_benchc.ops; "
               "from benchc.compiler.compile import CompileOptions, compile_spec; "
               f"r = compile_spec({str(spec)!r}, {str(tmp_path / 'm')!r}, "
               f"CompileOptions(cache_dir={str(tmp_path / 'c')!r}, workers=2)); print(r.ops_run)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          cwd=Path(__file__).parent)
+                          cwd=Path(__file__).parent / "fixtures" / "benchc-mylab")
     assert done.returncode == 0, done.stderr[-2000:]
     items = pl.read_parquet(tmp_path / "m" / "items.parquet").sort("item_id")
     assert done.stdout.split() == ["12"] and items["prompt"].to_list() == [f"SENTENCE NUMBER {i}" for i in range(6)]
