@@ -135,13 +135,13 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
     """Compile a spec. Model-backed nodes are answered through the runtime (its backends, and
     the response store ``store_dir``, which a recompile or a resumed compile reads first).
     ``check_version``: a spec with a committed lock whose content moved at the lock's version
-    is refused (``compiler/diff_version.py``; skipped with ``--set`` overrides). ``repair``:
+    is refused (``compiler/diff/version.py``; skipped with ``--set`` overrides). ``repair``:
     first check every object of the compile cache against its key and delete the damaged ones
     (``CompileResult.repaired``), then compile without the memo, so each is recomputed."""
     from dataclasses import replace
 
     from .compiler.cas import ContentStore
-    from .compiler.diff_version import check_source_version, check_spec_version
+    from .compiler.diff.version import check_source_version, check_spec_version
     from .runtime.model_client import RuntimeModelClient
 
     if check_version:
@@ -376,7 +376,7 @@ def _lock_drift_problem(spec_path: Path, committed_path: Path, committed: dict[s
                         fresh: dict[str, Any], moved: list[str]) -> Problem:
     """One problem per out-of-date lock: which fields moved, what changed in the spec (against
     the spec at the lock's commit, when git has it) and in the lock, and the bump to make."""
-    from .compiler.diff_version import BUMP_RULE, lock_change_lines, spec_drift_lines
+    from .compiler.diff.version import BUMP_RULE, lock_change_lines, spec_drift_lines
 
     same_version = committed["benchmark"]["version"] == fresh["benchmark"]["version"]
     lines, rev = spec_drift_lines(spec_path, committed_path, committed) if "spec_digest" in moved else ([], None)
@@ -432,7 +432,7 @@ def diff(a: str | Path, b: str | Path, *, overrides: list[str] | None = None,
     import tempfile
 
     from .compiler.diff import diff_documents, side_info
-    from .compiler.diff_inputs import parse_ref, read_side
+    from .compiler.diff.inputs import parse_ref, read_side
 
     roots = [Path(r) for r in data_roots or []]
 

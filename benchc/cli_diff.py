@@ -19,8 +19,8 @@ ExamplesOpt = Annotated[int, typer.Option("--examples", "-n", min=0, help="examp
 
 
 def _check_format(fmt: str) -> str:
-    from .compiler.diff_inputs import DiffError
-    from .compiler.diff_render import FORMATS
+    from .compiler.diff.inputs import DiffError
+    from .compiler.diff.render import FORMATS
     from .compiler.errors import Problem
 
     if fmt not in FORMATS:
@@ -41,7 +41,7 @@ def diff(a: Annotated[str, typer.Argument(help="a spec, manifest folder or lock 
     """What changed between two versions of a benchmark: spec keys (before -> after), lock
     fields, and items added, removed and changed with their causes. Exit 1 when they differ."""
     from . import api
-    from .compiler.diff_render import render
+    from .compiler.diff.render import render
 
     _check_format(fmt)
     result = api.diff(a, b, overrides=set_, cache_dir=cache, store_dir=store, data_roots=data_root,

@@ -11,7 +11,7 @@ lineage per item), B differing from A in about 1% of items, in the ways a new ve
 * removed: 1 item in 400 of A; added: as many new items in B.
 
 Then times, best of ``--repeat``: the item diff alone on the two in-memory frames
-(``compiler.diff_items.item_diff``), and the whole ``benchc.api.diff`` of the two manifest
+(``compiler.diff.items.item_diff``), and the whole ``benchc.api.diff`` of the two manifest
 folders (reading both items.parquet files, the spec and lock comparison and the item diff),
 against the target of under 2 seconds, and checks the counts it found against the ones built.
 
@@ -30,7 +30,7 @@ import polars as pl
 
 from benchc import api
 from benchc.compiler.diff import signals_of, spec_changes
-from benchc.compiler.diff_items import item_diff
+from benchc.compiler.diff.items import item_diff
 from benchc.compiler.canonical import canonical_json, digest
 from benchc.compiler.manifest import (ITEM_SCHEMA, LOCK_VERSION, MANIFEST_SCHEMA_VERSION, items_digest, lock_text,
                                       spec_digest_of)

@@ -3,7 +3,7 @@
 The runs may be two models on one manifest, or two versions of one benchmark on one model.
 Items are paired by ``item_id``; items only in one run are counted (and listed) apart, and
 when the two manifests differ the paired items whose content changed are counted by cause
-(``compiler/diff_items.py``), since their answers may differ for that reason alone.
+(``compiler/diff/items.py``), since their answers may differ for that reason alone.
 
 What is compared per paired item (the answers of one stage, by default each run's last):
 
@@ -274,7 +274,7 @@ def _content_changes(a: RunSide, b: RunSide) -> dict[str, Any] | None:
     if a.record.manifest_digest == b.record.manifest_digest:
         return None
     from benchc.compiler.diff import lock_changes, signals_of, spec_changes
-    from benchc.compiler.diff_items import item_diff
+    from benchc.compiler.diff.items import item_diff
 
     spec = spec_changes(a.manifest.spec, b.manifest.spec)
     signals = signals_of(spec, lock_changes(a.manifest.lock, b.manifest.lock), (a.manifest.spec, b.manifest.spec))

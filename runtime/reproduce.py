@@ -29,7 +29,7 @@ of) and its artifacts::
     detail = "per_corruption_x100"
 
 Nothing is read from a run's scores.json: every run is scored again from its responses.parquet
-and its manifest by ``runtime.score`` (``report_scoring.rescore``), with the artifact's ``by``
+and its manifest by ``runtime.score`` (``report.scoring.rescore``), with the artifact's ``by``
 if it has one. ``--record`` writes the manifest digest of each run and the sha256 of each file
 into the paper's ``[recorded]`` tables. Without it, any difference fails (exit 1) and says what
 changed: which file of which artifact, and which cells of its table (or of the data a figure
@@ -59,11 +59,11 @@ from benchc.compiler.registry import did_you_mean
 from benchc.compiler.spec.locate import index_lines, line_of
 
 from .artifacts import RunRecord
-from .report_plots import normalized, render
-from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
-from .report_tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunScores, Table, footer_lines,
+from .report.plots import normalized, render
+from .report.tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunScores, Table, footer_lines,
                             layout_breakdown, layout_combined, layout_details, layout_rows, layout_series, read_csv,
                             sorted_by, to_csv, with_average)
+from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
 Scalar = str | int | float | bool
@@ -368,7 +368,7 @@ class RunContext:
 
     def scored(self, by: Sequence[str] | None, metric: str) -> RunScores:
         """The run scored again (once per ``by``), as the layouts want it."""
-        from .report_scoring import metric_splits, rescore
+        from .report.scoring import metric_splits, rescore
 
         key = (tuple(by), metric) if by is not None else None
         if key not in self.scores:
@@ -405,7 +405,7 @@ class ReproduceResult:
 
 
 def _open_runs(loaded: PaperFile) -> tuple[list[RunContext], list[Drift]]:
-    from .report_scoring import run_manifest
+    from .report.scoring import run_manifest
 
     runs, drift = [], []
     for index, config in enumerate(loaded.paper.run):

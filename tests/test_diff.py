@@ -274,7 +274,7 @@ def test_the_benchmark_script_runs_and_finds_what_it_built() -> None:
 
 def test_the_bump_needed_follows_the_readme() -> None:
     from benchc.compiler.diff import Change, needed_bump
-    from benchc.compiler.diff_items import ItemDiff
+    from benchc.compiler.diff.items import ItemDiff
 
     def change(section: str, path: str, kind: str = "changed") -> Change:
         return Change(section, path, 1, 2, kind)

@@ -19,7 +19,7 @@ from PIL import Image
 from benchc import api
 from benchc.cli import main
 from benchc.compiler.canonical import digest_file
-from benchc.runtime.report_tables import read_csv
+from benchc.runtime.report.tables import read_csv
 from conftest import CONTEXT_REASONING
 from specfiles import write_mini
 from support.tiny_vlm import build_tiny_llava

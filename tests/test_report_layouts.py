@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from benchc.cli import main
-from benchc.runtime.report_tables import (ColumnPart, LayoutError, Provenance, RunScores, layout_breakdown,
+from benchc.runtime.report.tables import (ColumnPart, LayoutError, Provenance, RunScores, layout_breakdown,
                                           layout_combined, layout_rows, read_csv, sorted_by, to_latex, to_markdown,
                                           with_average)
 from benchc.runtime.reproduce import PaperRun, load_paper, regenerate

@@ -11,7 +11,7 @@ import pytest
 
 from benchc import api
 from benchc.cli import main
-from benchc.runtime.report_tables import Table, read_csv, to_latex, to_markdown
+from benchc.runtime.report.tables import Table, read_csv, to_latex, to_markdown
 
 SCORES = {
     "benchmark": {"name": "lab/outputs", "version": "1.0.0"},

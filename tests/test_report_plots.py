@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchc import api
-from benchc.runtime.report_plots import bar_series, normalized, render
-from benchc.runtime.report_tables import Table, read_csv
+from benchc.runtime.report.plots import bar_series, normalized, render
+from benchc.runtime.report.tables import Table, read_csv
 
 SVG = "{http://www.w3.org/2000/svg}"
 COLOURS = ("#1f77b4", "#ff7f0e")  # matplotlib's C0, C1: the first two series

@@ -15,8 +15,8 @@ from PIL import Image
 
 from benchc import api
 from benchc.cli import main
-from benchc.runtime.report_plots import normalized, render
-from benchc.runtime.report_tables import Provenance, Table, footer_lines, read_csv, to_csv, to_latex, to_markdown
+from benchc.runtime.report.plots import normalized, render
+from benchc.runtime.report.tables import Provenance, Table, footer_lines, read_csv, to_csv, to_latex, to_markdown
 from benchc.runtime.reproduce import Paper, cell_diff, recorded_text
 
 DIGEST = "ab" * 32

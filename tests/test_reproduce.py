@@ -16,7 +16,7 @@ import pytest
 from benchc import api
 from benchc.cli import main
 from benchc.compiler.canonical import digest_file
-from benchc.runtime.report_tables import read_csv
+from benchc.runtime.report.tables import read_csv
 from conftest import ROOT
 from specfiles import MINI_SPEC, TABLE, write_mini
 

@@ -10,7 +10,7 @@ import pytest
 
 from benchc import api
 from benchc.cli import main
-from benchc.runtime.report_tables import read_csv
+from benchc.runtime.report.tables import read_csv
 from conftest import ROOT
 
 SPEC = ROOT / "specs" / "examples" / "paraphrase.toml"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from benchc.compiler import diff_inputs
 from benchc.compiler.cas import ContentStore
-from benchc.compiler.diff_inputs import DiffError, git_show, parse_ref
+from benchc.compiler.diff import inputs as diff_inputs
+from benchc.compiler.diff.inputs import DiffError, git_show, parse_ref
 from benchc.compiler.errors import SourceError
 from benchc.compiler.paths import resolve_in_roots
 from benchc.compiler.sources import SOURCES, SourceContext

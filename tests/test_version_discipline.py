@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchc import api
-from benchc.compiler.diff_version import SKIP_ENV, VersionNotBumped, committed_lock_path
+from benchc.compiler.diff.version import SKIP_ENV, VersionNotBumped, committed_lock_path
 from conftest import SPECS, cli
 
 QR = SPECS / "mm_r3" / "question_rephrasing.toml"

@@ -7,7 +7,7 @@ Three levels, each computed only from what both sides have:
   ``node[question].params.index.grid`` and compared value by value, so writing a default out is
   no change and a changed default is one;
 * lock: the lock files (source files and digests, op and library versions, counts, digests);
-* items: the items tables, joined on ``item_id`` (``compiler/diff_items.py``): items added,
+* items: the items tables, joined on ``item_id`` (``compiler/diff/items.py``): items added,
   removed and changed, each change attributed to its cause (a source row, a filter, node
   params, a template, the seed...).
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .canonical import canonical_json
-from .diff_items import ItemDiff
+from ..canonical import canonical_json
+from .items import ItemDiff
 
 ID_KEYS = {"node": "id", "stage": "id", "metric": "name", "filter": "where", "files": "path", "tables": "path"}
 """Lists of tables whose entries are matched by a key rather than by position: reordering nodes
@@ -286,7 +286,7 @@ def diff_documents(a: SideInfo, b: SideInfo, docs: tuple[dict[str, Any] | None, 
                    locks: tuple[dict[str, Any] | None, dict[str, Any] | None], frames: tuple[Any, Any],
                    examples: int = 5) -> Diff:
     """Compare what both sides have: spec documents, lock files, items tables (polars frames)."""
-    from .diff_items import item_diff
+    from .items import item_diff
 
     spec = spec_changes(docs[0], docs[1]) if docs[0] is not None and docs[1] is not None else None
     lock = (lock_changes(locks[0], locks[1], with_benchmark=spec is None)

@@ -23,8 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from .errors import BenchcError, Problem
-from .manifest import ITEM_SCHEMA, ITEMS_FILE, LOCK_FILE, is_manifest_dir, read_manifest
+from ..errors import BenchcError, Problem
+from ..manifest import ITEM_SCHEMA, ITEMS_FILE, LOCK_FILE, is_manifest_dir, read_manifest
 
 Compiler = Callable[[Path, Path, list[Path]], Path]
 """(spec file, manifest folder to write, extra data roots) -> the manifest folder."""
@@ -212,9 +212,9 @@ def _manifest_side(ref: Ref) -> Side:
 
 
 def _spec_side(ref: Ref, scratch: Path, overrides: list[str], compiler: Compiler | None) -> Side:
-    from .compile import spec_document
-    from .resolve import resolve
-    from .spec.parse import load_spec
+    from ..compile import spec_document
+    from ..resolve import resolve
+    from ..spec.parse import load_spec
 
     spec_dir = scratch / "spec"
     path = materialise(ref, spec_dir) if ref.rev else ref.path

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from .diff import Signals
+    from .core import Signals
 
 COMPARED = ("record_digest", "group_id", "record_id", "node", "attrs", "system", "prompt", "text", "media",
             "targets", "lineage")

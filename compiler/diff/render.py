@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .diff import Change, Diff
-from .diff_items import ItemDiff
+from .core import Change, Diff
+from .items import ItemDiff
 
 FORMATS = ("text", "markdown", "json")
 VALUE_CHARS = 120

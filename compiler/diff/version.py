@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import BenchcError, Problem
+from ..errors import BenchcError, Problem
 
 SKIP_ENV = "BENCHC_NO_VERSION_CHECK"
 BUMP_RULE = ("major when existing items or what scores mean change, minor when items are only added, "
@@ -73,9 +73,9 @@ def check_spec_version(spec_path: Path | str, overrides: list[str] | None = None
     found = _committed_lock(Path(spec_path))
     if found is None:
         return
-    from .compile import spec_digest, spec_document
-    from .resolve import resolve
-    from .spec.parse import load_spec
+    from ..compile import spec_digest, spec_document
+    from ..resolve import resolve
+    from ..spec.parse import load_spec
 
     lock_file, committed = found
     resolved = resolve(load_spec(spec_path))
@@ -122,8 +122,8 @@ def _hint(spec_path: Path | str, lock_file: Path) -> str:
 def lock_change_lines(committed: dict[str, Any], fresh: dict[str, Any],
                       prefixes: tuple[str, ...] = IDENTITY) -> list[str]:
     """``path: before -> after`` for the identity fields of two locks that differ."""
-    from .diff import lock_changes
-    from .diff_render import change_line
+    from .core import lock_changes
+    from .render import change_line
 
     return [change_line(c) for c in lock_changes(committed, fresh) if c.path.startswith(prefixes)]
 
@@ -133,11 +133,11 @@ def spec_change_lines(spec_path: Path, lock_file: Path, committed: dict[str, Any
     """``path: before -> after`` for each spec key that differs from the spec at the commit
     that last wrote the lock, both resolved with this benchc (so only edits of the spec show);
     [] when there are none; None when git cannot give that spec (outside git, never committed)."""
-    from .compile import spec_document
-    from .diff import spec_changes
-    from .diff_render import change_line
-    from .resolve import resolve
-    from .spec.parse import load_spec
+    from ..compile import spec_document
+    from ..resolve import resolve
+    from ..spec.parse import load_spec
+    from .core import spec_changes
+    from .render import change_line
 
     before = committed_spec_document(spec_path, lock_file)
     if before is None:
@@ -179,10 +179,10 @@ def committed_spec_document(spec_path: Path, lock_file: Path) -> tuple[str, dict
     """(revision, spec document) of the spec at the commit that last wrote its lock (or HEAD
     when the lock was never committed), resolved with this benchc; None when git has no such
     spec."""
-    from .compile import spec_document
-    from .diff_inputs import Ref, materialise
-    from .resolve import resolve
-    from .spec.parse import load_spec
+    from ..compile import spec_document
+    from ..resolve import resolve
+    from ..spec.parse import load_spec
+    from .inputs import Ref, materialise
 
     rev = lock_revision(lock_file) or "HEAD"
     with tempfile.TemporaryDirectory(prefix="benchc-version-") as scratch:

@@ -3,17 +3,17 @@
 The run folder gets ``report.md`` (every metric's table, its details tables, notes, footer) and
 ``report/``::
 
-    report/index.html                 tables, figures and the item browser (report_html)
-    report/tables/NAME.{md,tex,csv}   each table in Markdown, LaTeX and CSV (report_tables)
+    report/index.html                 tables, figures and the item browser (html.py)
+    report/tables/NAME.{md,tex,csv}   each table in Markdown, LaTeX and CSV (tables.py)
     report/plots/NAME.KIND.{png,svg}  bars per metric, radar charts of details matrices,
-    report/plots/NAME.KIND.csv        and the numbers each figure plots (report_plots)
+    report/plots/NAME.KIND.csv        and the numbers each figure plots (plots.py)
     report/media/SHA256.EXT           the browsed groups' images and audio
 
 Tables and figures are generic over scores.json: a metric's rows make a table and a bar chart of
 its measurement columns; each details matrix (label -> key -> number) a table and a radar chart.
 ``by`` adds per-attribute breakdowns (MM-R3 Tables 8-11): the run re-scored by
 ``runtime.score`` with the metrics split by that attribute. The folder is written into a staging
-folder and swapped in whole. Each artifact carries the provenance footer (report_tables).
+folder and swapped in whole. Each artifact carries the provenance footer (tables.py).
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ from typing import Any, Literal
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_bytes_atomic
 from benchc.compiler.errors import BenchcError, Problem, RunError
 
-from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
-from .artifacts import RunRecord
-from .report_tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer,
-                            markdown_table, md_escape, metric_slugs, row_keys, row_label, run_tables, slugify,
-                            value_columns)
-from .runfolder import RUN_FILE, read_json, read_run_record, write_text
-from .score import SCORES_FILE
+from ...defaults import DEFAULT_CACHE, DEFAULT_STORE
+from ..artifacts import RunRecord
+from ..runfolder import RUN_FILE, read_json, read_run_record, write_text
+from ..score import SCORES_FILE
+from .tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer, markdown_table,
+                     md_escape, metric_slugs, row_keys, row_label, run_tables, slugify, value_columns)
 
 REPORT_FILE = "report.md"
 REPORT_DIR = "report"
@@ -135,7 +134,7 @@ def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path 
 def _run_context(run_dir: Path, manifest_dir: Path | None, strict: bool) -> tuple[Any, Any, str | None]:
     """(run record, manifest, why the browser cannot be built): a report of a run whose record
     or manifest is gone still has its tables and figures, unless ``strict``."""
-    from .report_scoring import run_manifest
+    from .scoring import run_manifest
 
     if not (run_dir / RUN_FILE).is_file() and not strict:
         return None, None, f"no {RUN_FILE} beside scores.json, so the items cannot be shown"
@@ -155,7 +154,7 @@ def _run_context(run_dir: Path, manifest_dir: Path | None, strict: bool) -> tupl
 def _splits(scores: dict[str, Any], manifest: Any) -> list[list[str]]:
     """Each metric's split attributes: the spec's ``by``; without the manifest, the leading
     text columns of its rows."""
-    from .report_scoring import metric_splits
+    from .scoring import metric_splits
 
     if manifest is not None:
         found = metric_splits(manifest.spec)
@@ -224,7 +223,7 @@ def radar_data(value: Any, name: str, title: str, footer: list[str], digits: int
 def breakdown_parts(run_dir: Path, manifest_dir: Path | None, attribute: str, provenance: Sequence[Provenance],
                     digits: int = 2, media: tuple[Path | None, Path | None] = (None, None)) -> list[Part]:
     """Each metric re-scored with its rows split by ``attribute`` (``runtime.score``)."""
-    from .report_scoring import rescore
+    from .scoring import rescore
 
     footer, short = footer_lines(provenance), footer_lines(provenance, short=True)
     split_scores = rescore(run_dir, manifest_dir, by=[attribute], media=media)
@@ -250,8 +249,8 @@ def _check_out_dir(out: Path) -> None:
 
 
 def _write_artifacts(folder: Path, parts: list[Part]) -> list[str]:
-    from .report_plots import render
-    from .report_tables import to_csv
+    from .plots import render
+    from .tables import to_csv
 
     files = []
     for part in parts:
@@ -271,8 +270,8 @@ def _write_artifacts(folder: Path, parts: list[Part]) -> list[str]:
 
 def _browser(run_dir: Path, manifest_dir: Path | None, record: RunRecord, manifest: Any, folder: Path,
              cache_dir: Path, store_dir: Path, max_groups: int, strict: bool) -> tuple[Any, str | None]:
-    from .report_html import MediaCopier, browser_data, check_media, load_run_items
-    from .report_scoring import group_scores
+    from .html import MediaCopier, browser_data, check_media, load_run_items
+    from .scoring import group_scores
 
     try:
         items, responses = load_run_items(run_dir, record, manifest)
@@ -295,7 +294,7 @@ def _browser(run_dir: Path, manifest_dir: Path | None, record: RunRecord, manife
 
 def _page(scores: dict[str, Any], record: RunRecord | None, parts: list[Part], browser: Any,
           note: str | None, footer: list[str]) -> str:
-    from .report_html import Section, render_page
+    from .html import Section, render_page
 
     bench = scores["benchmark"]
     groups = browser["total_groups"] if browser else None

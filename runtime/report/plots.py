@@ -1,6 +1,6 @@
 """Report figures: grouped bars, per-attribute breakdowns and MMCBench-style radar charts.
 
-A figure plots a data table (``report_tables.Table``): the first column names the categories
+A figure plots a data table (``tables.Table``): the first column names the categories
 (bars' x positions, or the radar's spokes), every other column is one series (one bar colour, or
 one polygon). In bar charts, interval bounds (``ci_low``/``ci_high``, also prefixed:
 ``acc_ci_low``) are not series: they are the error bar of the estimate column before them
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .report_tables import Table
+from .tables import Table
 
 FORMATS = ("png", "svg")
 INTERVAL_SUFFIXES = ("ci_low", "ci_high")

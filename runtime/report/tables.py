@@ -40,7 +40,7 @@ from typing import Any
 from benchc import __version__
 from benchc.compiler.canonical import digest
 
-from .artifacts import RunRecord
+from ..artifacts import RunRecord
 
 # provenance ---------------------------------------------------------------------------------
 

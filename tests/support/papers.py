@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchc.cli import main
-from benchc.runtime.report_tables import read_csv
+from benchc.runtime.report.tables import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 
