@@ -2,8 +2,8 @@
 
 Everything is registered the same way, built-in or not:
 
-- ``@OPS.add`` on a class registers it under its ``name`` (the registry decides what it keeps:
-  an instance for ops, sources and metrics, the class itself for backends);
+- ``@OPS.add("mylab.shout")`` on a class names it and registers it (the registry decides what
+  it keeps: an instance for ops, sources and metrics, the class itself for backends);
 - ``OPS.register(name, entry)`` registers a ready entry (ops built from a table of parameters);
 - an installed distribution declares *lazy* entries in the registry's entry-point group
   (``benchc.ops``, ``benchc.sources``, ``benchc.backends``, ``benchc.metrics``): the name is
@@ -70,11 +70,22 @@ class Registry(Generic[T]):
         self._lazy.pop(name, None)
         return entry
 
-    def add(self, cls: C) -> C:
-        """Class decorator: ``@OPS.add`` registers ``cls`` under ``cls.name``."""
-        named: Any = cls  # any class with a ``name`` ClassVar
-        self.register(named.name, self._make(cls))
-        return cls
+    def add(self, name: str) -> Callable[[C], C]:
+        """Class decorator: ``@OPS.add("mylab.shout")`` names the class (its ``name``) and
+        registers it under that name."""
+        if not isinstance(name, str):
+            raise TypeError(f"the {self.kind} decorator takes the name it registers: "
+                            f"@....add(\"mylab.name\") on the class, not {name!r}")
+
+        def decorate(cls: C) -> C:
+            declared = vars(cls).get("name", name)
+            if declared != name:
+                raise PluginError(Problem(f"{self.kind} class {cls.__qualname__} is named {declared!r} and "
+                                          f"registered as {name!r}", hint="name it in the decorator only"))
+            setattr(cls, "name", name)  # noqa: B010  (a ClassVar every entry of a kind has)
+            self.register(name, self._make(cls))
+            return cls
+        return decorate
 
     def get(self, name: str) -> T:
         self._scan()

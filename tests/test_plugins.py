@@ -107,27 +107,44 @@ def test_a_missing_plugin_module_says_how_to_name_one(tmp_path: Path) -> None:
 
 
 class Thing:
-    name = "lab.thing"
+    """An entry of a test registry."""
 
 
-def test_registry_decorator_keeps_what_the_kind_keeps() -> None:
+def test_registry_decorator_names_the_class_and_keeps_what_the_kind_keeps() -> None:
     classes: Registry[type] = Registry("thing")
-    instances: Registry[Thing] = Registry("thing", make=instance)
-    assert classes.add(Thing) is Thing and classes.get("lab.thing") is Thing
-    instances.add(Thing)
+    instances: Registry[object] = Registry("thing", make=instance)
+    assert classes.add("lab.thing")(Thing) is Thing and classes.get("lab.thing") is Thing
+    assert Thing.name == "lab.thing"  # type: ignore[attr-defined]
+    instances.add("lab.thing")(Thing)
     assert isinstance(instances.get("lab.thing"), Thing)
+
+
+def test_the_decorator_takes_a_name() -> None:
+    with pytest.raises(TypeError, match='add\\("mylab.name"\\)'):
+        Registry("thing").add(Thing)  # type: ignore[arg-type]
 
 
 def test_two_entries_under_one_name_are_refused() -> None:
     registry: Registry[type] = Registry("thing")
-    registry.add(Thing)
-    registry.add(Thing)  # the same entry again is harmless (a module imported twice)
+
+    class One:
+        pass
 
     class Other:
-        name = "lab.thing"
+        pass
 
+    registry.add("lab.one")(One)
+    registry.add("lab.one")(One)  # the same entry again is harmless (a module imported twice)
     with pytest.raises(PluginError, match="registered twice"):
-        registry.add(Other)
+        registry.add("lab.one")(Other)
+
+
+def test_a_class_named_otherwise_is_refused() -> None:
+    class Named:
+        name = "lab.a"
+
+    with pytest.raises(PluginError, match="is named 'lab.a' and registered as 'lab.b'"):
+        Registry("thing").add("lab.b")(Named)
 
 
 def test_an_unknown_plugin_name_says_how_plugins_are_found() -> None:

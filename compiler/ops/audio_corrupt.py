@@ -285,11 +285,10 @@ class Params(OpParams):
 AudioCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("audio.corrupt")
 class AudioCorrupt(Op):
     """Corrupt 16 kHz speech with one of MMCBench's 16 corruptions, light or heavy (MMCBench)."""
 
-    name = "audio.corrupt"
     reads_record = False
     version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params

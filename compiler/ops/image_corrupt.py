@@ -90,11 +90,10 @@ class Params(OpParams):
 ImageCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("image.corrupt")
 class Corrupt(Op):
     """Corrupt an image with one of MMCBench's 29 corruptions, light or heavy (MMCBench)."""
 
-    name = "image.corrupt"
     reads_record = False
     version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params
@@ -123,14 +122,13 @@ class ImageNetCParams(OpParams):
     severity: int = Field(3, ge=1, le=5, description="ImageNet-C severity, 1 (mildest) to 5")
 
 
-@OPS.add
+@OPS.add("image.imagenet_c")
 class ImageNetC(Op):
     """Corrupt an image with imagecorruptions at an ImageNet-C severity, 1 to 5.
 
     MMCBench selects its hard images with the 15 ImageNet-C corruptions at severity 3
     (``[select]``); ``image.corrupt`` has its light (2) and heavy (5) degrees."""
 
-    name = "image.imagenet_c"
     reads_record = False
     version = "1.0.0"
     Params = ImageNetCParams

@@ -174,11 +174,10 @@ INPAINTERS.register("telea", _opencv_inpainter(cv2.INPAINT_TELEA, "telea"))
 INPAINTERS.register("ns", _opencv_inpainter(cv2.INPAINT_NS, "ns"))
 
 
-@OPS.add
+@OPS.add("image.remove_object")
 class RemoveObject(Op):
     """Remove the record's object by inpainting its (dilated) instance mask (MERLIM, Koala)."""
 
-    name = "image.remove_object"
     version = "1.0.0"
     Params = RemoveParams
     input_kind = "image"
@@ -225,11 +224,10 @@ def recolor(image: np.ndarray, mask: np.ndarray, rgb: tuple[int, int, int]) -> n
     return out
 
 
-@OPS.add
+@OPS.add("image.recolor_object")
 class RecolorObject(Op):
     """Recolour the record's object inside its instance mask, keeping its shading (Koala)."""
 
-    name = "image.recolor_object"
     version = "1.0.0"
     Params = RecolorParams
     input_kind = "image"
@@ -296,11 +294,10 @@ def compose(image: Image.Image, second: Image.Image, layout: str, gap: int,
     return canvas
 
 
-@OPS.add
+@OPS.add("image.compose")
 class Compose(Op):
     """Put the image and a second record image side by side or stacked (Koala's source conflicts)."""
 
-    name = "image.compose"
     version = "1.0.0"
     Params = ComposeParams
     input_kind = "image"
@@ -396,14 +393,13 @@ def iou(a: tuple[float, float, float, float], b: tuple[float, float, float, floa
     return inter / union if union > 0 else 0.0
 
 
-@OPS.add
+@OPS.add("validate.object_removed")
 class ObjectRemoved(Op):
     """Drop an edit when a detector still finds the removed object over its original box.
 
     The box is in the record image's pixels: validate before any op that resizes or crops.
     ``max_iou`` (the largest overlap found) joins the item's attrs."""
 
-    name = "validate.object_removed"
     version = "1.0.0"
     Params = RemovedParams
     input_kind = "image"
@@ -475,11 +471,10 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / norms) if norms > 0 else 0.0
 
 
-@OPS.add
+@OPS.add("validate.scene_kept")
 class SceneKept(Op):
     """Drop an edit whose image no longer embeds close to the record's original image."""
 
-    name = "validate.scene_kept"
     version = "1.0.0"
     Params = KeptParams
     input_kind = "image"

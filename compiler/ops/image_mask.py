@@ -36,11 +36,10 @@ class Params(OpParams):
 MaskObjectParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("image.mask_object")
 class MaskObject(Op):
     """Cover an object's box with a coloured rectangle or ellipse crossed by N lines (MM-R3)."""
 
-    name = "image.mask_object"
     version = "1.0.0"
     Params = Params
     input_kind = "image"

@@ -39,11 +39,10 @@ class GrayscaleParams(OpParams):
     """No parameters."""
 
 
-@OPS.add
+@OPS.add("image.grayscale")
 class Grayscale(Op):
     """Gray version of an image, kept as 3-channel RGB (MM-R3's Grayscale style)."""
 
-    name = "image.grayscale"
     reads_record = False
     version = "1.0.0"
     Params = GrayscaleParams
@@ -66,11 +65,10 @@ class ResizeParams(OpParams):
         "shorter_side", description="keep the aspect ratio, or stretch to size x size")
 
 
-@OPS.add
+@OPS.add("image.resize")
 class Resize(Op):
     """Resize an image with Lanczos filtering (MM-R3's resolution ablation: 224/640/1024)."""
 
-    name = "image.resize"
     reads_record = False
     version = "1.0.0"
     Params = ResizeParams
@@ -103,11 +101,10 @@ class StyleTransferParams(OpParams):
     style: str = Field(min_length=1, description="label recorded in the item's attrs, e.g. 'candy'")
 
 
-@OPS.add
+@OPS.add("image.style_transfer")
 class StyleTransfer(Op):
     """Restyle an image with a Johnson et al. fast style-transfer network (MM-R3's restyle)."""
 
-    name = "image.style_transfer"
     reads_record = False
     version = "1.0.0"
     Params = StyleTransferParams

@@ -70,11 +70,10 @@ class Params(OpParams):
 SpeechParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("audio.tts")
 class TextToSpeech(Op):
     """Speak text with espeak-ng as 16 kHz mono speech; the engine's version goes in attrs."""
 
-    name = "audio.tts"
     reads_record = False
     version = "1.0.0"
     Params = Params

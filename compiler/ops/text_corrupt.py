@@ -433,11 +433,10 @@ class Params(OpParams):
 TextCorruptParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("text.corrupt")
 class Corrupt(Op):
     """Corrupt text as MMCBench does (20 model-free corruptions, light or heavy)."""
 
-    name = "text.corrupt"
     reads_record = False
     version = "1.0.0"
     Params = Params

@@ -89,11 +89,10 @@ class TranslateParams(ModelStepParams):
         return check_template(source, {"text", "source_language", "target_language"})
 
 
-@OPS.add
+@OPS.add("text.translate")
 class Translate(ModelOp):
     """The text translated by a model (two chained nodes make MMCBench's back-translation)."""
 
-    name = "text.translate"
     version = "1.0.0"
     Params = TranslateParams
     input_kind = "text"
@@ -131,11 +130,10 @@ class ParaphraseParams(ModelStepParams):
         return STYLE if self.style else PARAPHRASE
 
 
-@OPS.add
+@OPS.add("text.paraphrase")
 class Paraphrase(ModelOp):
     """The text paraphrased by a model, plainly or in a style (MMCBench's two paraphrasers)."""
 
-    name = "text.paraphrase"
     version = "1.0.0"
     Params = ParaphraseParams
     input_kind = "text"
@@ -176,11 +174,10 @@ class RephraseLLMParams(ModelStepParams):
         return self
 
 
-@OPS.add
+@OPS.add("text.rephrase_llm")
 class RephraseLLM(ModelOp):
     """One of three rephrasings of a record's question, asked of an LLM with MM-R3's prompt."""
 
-    name = "text.rephrase_llm"
     version = "1.0.0"
     Params = RephraseLLMParams
     input_kind = None
@@ -222,11 +219,10 @@ class YesNoParams(ModelStepParams):
         return check_template(source, {"relation", "subject", "predicate", "object"})
 
 
-@OPS.add
+@OPS.add("text.yes_no_question")
 class YesNoQuestion(ModelOp):
     """A yes/no question built by an LLM from a relation triple, with MERLIM's prompt."""
 
-    name = "text.yes_no_question"
     version = "1.0.0"
     Params = YesNoParams
     input_kind = None
@@ -284,11 +280,10 @@ class GenerateParams(ModelStepParams):
         return check_template(source, {"text", "record"})
 
 
-@OPS.add
+@OPS.add("text.generate")
 class Generate(ModelOp):
     """A model's answer to a prompt template over the input text and the record."""
 
-    name = "text.generate"
     version = "1.0.0"
     Params = GenerateParams
     input_kind = "text"

@@ -37,11 +37,10 @@ class RephraseParams(OpParams):
     index: int = Field(0, ge=0, description="which rephrasing (0-based)")
 
 
-@OPS.add
+@OPS.add("text.rephrase_from_table")
 class RephraseFromTable(Op):
     """One of a record's given rephrasings of its question (MM-R3's rephrasing task)."""
 
-    name = "text.rephrase_from_table"
     version = "1.0.0"
     Params = RephraseParams
     input_kind = None
@@ -77,11 +76,10 @@ class NegateParams(OpParams):
                              "variant (counted in the lock under `dropped`)")
 
 
-@OPS.add
+@OPS.add("text.negate_question")
 class NegateQuestion(Op):
     """Negate a yes/no question by putting "not" after its subject (MERLIM's relation task)."""
 
-    name = "text.negate_question"
     version = "1.0.0"
     Params = NegateParams
     input_kind = "text"
@@ -178,11 +176,10 @@ class CountParams(OpParams):
         return template
 
 
-@OPS.add
+@OPS.add("text.count_question")
 class CountQuestion(Op):
     """MERLIM's counting question for a record's object label, correctly pluralised."""
 
-    name = "text.count_question"
     version = "1.1.0"  # 1.1: the label and its plural are item attributes (for the follow-up)
     Params = CountParams
     input_kind = None

@@ -23,11 +23,10 @@ class Params(OpParams):
 ReleasedTextParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@OPS.add
+@OPS.add("mmcbench.released_text")
 class ReleasedText(Op):
     """The clean or corrupted text of an MMCBench table row, as released by the authors."""
 
-    name = "mmcbench.released_text"
     version = "1.0.0"
     Params = Params
     input_kind = None
@@ -49,11 +48,10 @@ class FieldParams(OpParams):
     field: str = Field(description="dotted record field holding the text, e.g. question")
 
 
-@OPS.add
+@OPS.add("text.field")
 class FieldText(Op):
     """A record field as text, unchanged: the unperturbed item of a group, or an op's input."""
 
-    name = "text.field"
     version = "1.0.0"
     Params = FieldParams
     input_kind = None
@@ -74,12 +72,11 @@ class LiteralParams(OpParams):
     text: str = Field(min_length=1, description="the text; sweep it (grid) to ask several instructions")
 
 
-@OPS.add
+@OPS.add("text.literal")
 class LiteralText(Op):
     """A given text, the same for every record: an instruction of a prompt set (MERLIM's five
     object-recognition prompts as a grid, for instruction bias)."""
 
-    name = "text.literal"
     version = "1.0.0"
     Params = LiteralParams
     input_kind = None

@@ -124,11 +124,10 @@ CASES: dict[str, Callable[[str], str]] = {
 }
 
 
-@OPS.add
+@OPS.add("text.case")
 class Case(Op):
     """The text in another letter case (lower, upper, title, sentence or swapped)."""
 
-    name = "text.case"
     version = "1.0.0"
     Params = CaseParams
     input_kind = output_kind = default_input = "text"
@@ -154,11 +153,10 @@ def strip_punctuation(text: str, keep: str = "", collapse_whitespace: bool = Tru
     return " ".join(kept.split()) if collapse_whitespace else kept
 
 
-@OPS.add
+@OPS.add("text.strip_punctuation")
 class StripPunctuation(Op):
     """The text without punctuation (Unicode categories P*), whitespace collapsed."""
 
-    name = "text.strip_punctuation"
     version = "1.0.0"
     Params = StripParams
     input_kind = output_kind = default_input = "text"
@@ -269,11 +267,10 @@ def add_typos(text: str, rate: float, kind: str, min_length: int, rng: np.random
     return "".join(out) + text[at:]
 
 
-@OPS.add
+@OPS.add("text.typos")
 class Typos(Op):
     """The text with one typo (swap, delete, insert, substitute, keyboard) in a share of its words."""
 
-    name = "text.typos"
     version = "1.0.0"
     Params = TyposParams
     input_kind = output_kind = default_input = "text"
@@ -311,11 +308,10 @@ class TemplateParams(OpParams):
         return self
 
 
-@OPS.add
+@OPS.add("text.paraphrase_template")
 class ParaphraseTemplate(Op):
     """The text rephrased by one of a list of fixed Jinja templates (chosen by index)."""
 
-    name = "text.paraphrase_template"
     version = "1.0.0"
     Params = TemplateParams
     input_kind = output_kind = default_input = "text"
@@ -339,11 +335,10 @@ class NegationParams(OpParams):
                              "the compile, or drop the variant (counted in the lock)")
 
 
-@OPS.add
+@OPS.add("text.negation")
 class Negation(Op):
     """A yes/no question negated: from a record field as released, or by rule ("not" after the subject)."""
 
-    name = "text.negation"
     version = "1.0.0"
     Params = NegationParams
     input_kind = output_kind = default_input = "text"
@@ -426,11 +421,10 @@ class PermuteParams(OpParams):
         return self
 
 
-@OPS.add
+@OPS.add("text.permute_options")
 class PermuteOptions(Op):
     """A multiple-choice question with its options reordered (CircularEval); attrs expected, order."""
 
-    name = "text.permute_options"
     version = "1.0.0"
     Params = PermuteParams
     input_kind = output_kind = default_input = "text"

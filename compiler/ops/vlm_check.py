@@ -53,11 +53,10 @@ class VLMCheckParams(ModelStepParams):
         return check_template(source, {"name", "record"})
 
 
-@OPS.add
+@OPS.add("validate.vlm_check")
 class VLMCheck(ModelOp):
     """Keep an edited image only if a VLM answers a yes/no question about it as expected."""
 
-    name = "validate.vlm_check"
     version = "1.0.0"
     Params = VLMCheckParams
     input_kind = "image"

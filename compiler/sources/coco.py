@@ -76,11 +76,10 @@ class CocoIndex:
     wanted: set[str] | None
 
 
-@SOURCES.add
+@SOURCES.add("coco")
 class CocoSource(SourceLoader):
     """One record per annotated object of a COCO instances file, with its image and mask."""
 
-    name = "coco"
     version = "1.0.0"
     Params = Params
     record_id = "<image_id>/<annotation id>"
@@ -173,8 +172,7 @@ def _object(ann: dict[str, Any], name: str, mask: np.ndarray) -> dict[str, Any]:
             "area_ratio": round(area / mask.size, 6), "iscrowd": int(ann.get("iscrowd", 0))}
 
 
-@SOURCES.add
+@SOURCES.add("lvis")
 class LvisSource(CocoSource):
     """LVIS v1: COCO's format, images named by coco_url (train2017/ or val2017/), no iscrowd."""
 
-    name = "lvis"

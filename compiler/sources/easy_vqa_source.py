@@ -36,11 +36,10 @@ def question_type(answer: str) -> str:
     return "shape" if answer in SHAPES else "color"
 
 
-@SOURCES.add
+@SOURCES.add("easy_vqa")
 class EasyVqaSource(SourceLoader):
     """One record per easy-VQA question of a split, with its image."""
 
-    name = "easy_vqa"
     version = "1.0.0"
     Params = Params
     record_id = "<split>/<question index>, e.g. train/000042"

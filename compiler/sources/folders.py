@@ -64,21 +64,19 @@ class FolderSource(SourceLoader):
         return Record(id=name, fields=fields, media={self.kind: ref})
 
 
-@SOURCES.add
+@SOURCES.add("image_folder")
 class ImageFolderSource(FolderSource):
     """One record per image file of a folder (decoded to RGB)."""
 
-    name = "image_folder"
     kind = "image"
     record_media = {"image": "the image file (decoded to RGB)"}
     extensions = ("jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff")
 
 
-@SOURCES.add
+@SOURCES.add("audio_folder")
 class AudioFolderSource(FolderSource):
     """One record per audio file of a folder (stored as 16 kHz mono WAV)."""
 
-    name = "audio_folder"
     kind = "audio"
     record_media = {"audio": "the audio file (as 16 kHz mono WAV)"}
     extensions = ("wav", "flac", "ogg", "mp3")

@@ -128,11 +128,10 @@ def _turn(conversations: Any, speaker: str) -> str:
     raise RowError(f"conversations have no {speaker!r} turn")
 
 
-@SOURCES.add
+@SOURCES.add("koala")
 class KoalaSource(SourceLoader):
     """Koala/SegSub items, the question and answer parsed out of the conversation."""
 
-    name = "koala"
     version = "1.1.0"
     Params = Params
     record_id = "<dataset>/<type>/<id>/<digest of the item's images>"

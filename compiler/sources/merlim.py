@@ -66,11 +66,10 @@ class Params(SourceParams):
 MerlimParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@SOURCES.add
+@SOURCES.add("merlim")
 class MerlimSource(SourceLoader):
     """MERLIM edited images with counting, recognition and relation ground truth."""
 
-    name = "merlim"
     version = "1.1.0"
     Params = Params
     record_id = ("the edited image's file name without its extension (image_records = \"both\": then "

@@ -30,11 +30,10 @@ class Params(SourceParams):
 ParquetParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@SOURCES.add
+@SOURCES.add("mmcbench.parquet")
 class MMCBenchParquet(SourceLoader):
     """MMCBench image2text / speech2text rows: clean and corrupted media, caption or transcript."""
 
-    name = "mmcbench.parquet"
     version = "1.0.0"
     Params = Params
     record_id = "the row's key (image2text) or path (speech2text)"

@@ -43,11 +43,10 @@ class Params(SourceParams):
 TextTableParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@SOURCES.add
+@SOURCES.add("mmcbench.text_table")
 class MMCBenchTextTable(SourceLoader):
     """MMCBench's released text tables: one record per row, with its clean and 23 corrupted texts."""
 
-    name = "mmcbench.text_table"
     version = "1.0.0"
     Params = Params
     record_id = "<selection>-<severity>/<key>"

@@ -119,11 +119,10 @@ class Params(SourceParams):
 ScenesParams = Params  # for annotations: in the class body below, ``Params`` is the ClassVar
 
 
-@SOURCES.add
+@SOURCES.add("scenes")
 class ScenesSource(SourceLoader):
     """One record per visible object; the record carries its image and instance mask."""
 
-    name = "scenes"
     version = "1.0.0"
     Params = Params
     record_id = "scene-<seed>-<image index>/<object id>"

@@ -91,11 +91,10 @@ class TableParams(ColumnParams):
     path: str = Field(description="a .csv, .tsv, .jsonl or .parquet file")
 
 
-@SOURCES.add
+@SOURCES.add("table")
 class TableSource(SourceLoader):
     """One record per row of a CSV, TSV, JSON Lines or Parquet file."""
 
-    name = "table"
     version = "1.0.0"
     Params = TableParams
     record_id = "the `id` column's value, or the row number (from 1) without `id`"
@@ -118,11 +117,10 @@ class CommonVoiceParams(SourceParams):
     audio: str = Field(description="its clips/ folder (MP3 decoded by libsndfile >= 1.1)")
 
 
-@SOURCES.add
+@SOURCES.add("common_voice")
 class CommonVoiceSource(SourceLoader):
     """Common Voice: one record per clip, id = the clip's file name, fields = the TSV's columns."""
 
-    name = "common_voice"
     version = "1.0.0"
     Params = CommonVoiceParams
     record_id = "the clip's file name (the TSV's `path` column)"
@@ -142,11 +140,10 @@ class HfDatasetParams(ColumnParams):
     split: str | None = Field(None, description="split of a DatasetDict or of the shards")
 
 
-@SOURCES.add
+@SOURCES.add("hf_dataset")
 class HfDatasetSource(SourceLoader):
     """A Hugging Face dataset on disk, read without the hub: one record per row."""
 
-    name = "hf_dataset"
     version = "1.0.0"
     Params = HfDatasetParams
     record_id = "the `id` column's value, or the row number (from 1) without `id`"

@@ -36,11 +36,10 @@ def _entity(item: Any) -> dict[str, Any]:
             "bbox": [item["x"], item["y"], item["w"], item["h"]]}
 
 
-@SOURCES.add
+@SOURCES.add("visual_genome")
 class VisualGenomeSource(SourceLoader):
     """One record per relationship of Visual Genome, with subject, object, boxes and image."""
 
-    name = "visual_genome"
     version = "1.0.0"
     Params = Params
     record_id = "<image_id>/<relationship_id>"

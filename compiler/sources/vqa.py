@@ -35,11 +35,10 @@ class VqaParams(SourceParams):
         return value
 
 
-@SOURCES.add
+@SOURCES.add("vqa")
 class VqaSource(SourceLoader):
     """VQA v2 and OK-VQA: one record per question, with its ten answers when annotated."""
 
-    name = "vqa"
     version = "1.0.0"
     Params = VqaParams
     record_id = "the question id"
@@ -108,11 +107,10 @@ class InfographicsParams(SourceParams):
     images: str = Field(description="folder of the images named by image_local_name")
 
 
-@SOURCES.add
+@SOURCES.add("infographicsvqa")
 class InfographicsVqaSource(SourceLoader):
     """InfographicsVQA: one record per question of its ``data`` list, with its infographic."""
 
-    name = "infographicsvqa"
     version = "1.0.0"
     Params = InfographicsParams
     record_id = "the questionId"

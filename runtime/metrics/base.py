@@ -134,11 +134,14 @@ M = TypeVar("M", bound=Metric)
 METRICS: Registry[Metric] = Registry("metric implementation", group="benchc.metrics", make=instance)
 
 
-def metric(cls: type[M]) -> type[M]:
-    """Class decorator: register a metric's implementation and its parameter schema
-    (``cls.Params``, which the compiler checks specs against) in one declaration. The compiler
-    never imports the runtime, so a built-in metric's schema also lives in compiler/metrics.py
-    (registered there, the same class); a plugin's lives where the plugin likes."""
-    METRIC_SCHEMAS.register(cls.name, cls.Params)
-    METRICS.add(cls)
-    return cls
+def metric(name: str, params: type[MetricParams]) -> Callable[[type[M]], type[M]]:
+    """Class decorator: ``@metric("mylab.same_answer", SameAnswerParams)`` registers a metric's
+    implementation and its parameter schema (which the compiler checks specs against) in one
+    declaration. The compiler never imports the runtime, so a built-in metric's schema lives in
+    compiler/metrics.py (registered there too, the same class); a plugin's where it likes."""
+    def decorate(cls: type[M]) -> type[M]:
+        cls.Params = params
+        METRIC_SCHEMAS.register(name, params)
+        METRICS.add(name)(cls)
+        return cls
+    return decorate

@@ -101,11 +101,8 @@ def _in_split(items: list[ScoredItem], by: list[str]) -> list[tuple[tuple[Any, .
     return [(key, {i.item_id for i in part}) for key, part in split_by(items, by).items()]
 
 
-@metric
+@metric("general.agreement", AgreementParams)
 class Agreement(Metric):
-    name = "general.agreement"
-    Params = AgreementParams
-
     def needs_embedder(self, params: AgreementParams) -> bool:
         return params.match == "embedding"
 
@@ -146,11 +143,8 @@ class Agreement(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
-@metric
+@metric("general.flip_rate", FlipRateParams)
 class FlipRate(Metric):
-    name = "general.flip_rate"
-    Params = FlipRateParams
-
     def needs_embedder(self, params: FlipRateParams) -> bool:
         return params.flip == "answer" and params.match == "embedding"
 
@@ -196,10 +190,8 @@ class FlipRate(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
-@metric
+@metric("general.worst_case", WorstCaseParams)
 class WorstCase(Metric):
-    name = "general.worst_case"
-    Params = WorstCaseParams
     uses_embedder = False
 
     def score(self, params: WorstCaseParams, data: MetricInput) -> MetricResult:
@@ -235,10 +227,8 @@ def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> d
             **_interval(num, den, params)}
 
 
-@metric
+@metric("general.accuracy", AccuracyParams)
 class Accuracy(Metric):
-    name = "general.accuracy"
-    Params = AccuracyParams
     uses_embedder = False
 
     def score(self, params: AccuracyParams, data: MetricInput) -> MetricResult:
@@ -279,11 +269,8 @@ class _Relations:
                 and is_correct(b, _targets(item, self.params.target), right))
 
 
-@metric
+@metric("general.consistency", ConsistencyParams)
 class Consistency(Metric):
-    name = "general.consistency"
-    Params = ConsistencyParams
-
     def needs_embedder(self, params: ConsistencyParams) -> bool:
         return params.match == "embedding" and "same" in (params.relation, *params.relations.values())
 

@@ -168,10 +168,8 @@ NEW_TYPES = ("perturbed", "counterfactual", "conflicting", "negative")
 REFUSAL_TYPES = ("counterfactual", "conflicting", "negative")
 
 
-@metric
+@metric("koala.accuracy", KoalaParams)
 class KoalaAccuracy(Metric):
-    name = "koala.accuracy"
-    Params = KoalaParams
     uses_embedder = False
 
     def score(self, params: KoalaParams, data: MetricInput) -> MetricResult:

@@ -273,10 +273,8 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else 100 * value
 
 
-@metric
+@metric("merlim.recognition", MerlimRecognitionParams)
 class MerlimRecognition(Metric):
-    name = "merlim.recognition"
-    Params = MerlimRecognitionParams
     uses_embedder = False
 
     def score(self, params: MerlimRecognitionParams, data: MetricInput) -> MetricResult:
@@ -351,10 +349,8 @@ class MerlimRecognition(Metric):
                 "unsuitable": unsuitable, "F1_std": None}
 
 
-@metric
+@metric("merlim.relations", MerlimRelationsParams)
 class MerlimRelations(Metric):
-    name = "merlim.relations"
-    Params = MerlimRelationsParams
     uses_embedder = False
 
     def score(self, params: MerlimRelationsParams, data: MetricInput) -> MetricResult:
@@ -395,10 +391,8 @@ class MerlimRelations(Metric):
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
-@metric
+@metric("merlim.counting", MerlimCountingParams)
 class MerlimCounting(Metric):
-    name = "merlim.counting"
-    Params = MerlimCountingParams
     uses_embedder = False
 
     def score(self, params: MerlimCountingParams, data: MetricInput) -> MetricResult:

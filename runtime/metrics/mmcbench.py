@@ -121,11 +121,8 @@ def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference:
     return out
 
 
-@metric
+@metric("mmcbench.consistency", MMCBenchParams)
 class MMCBenchConsistency(Metric):
-    name = "mmcbench.consistency"
-    Params = MMCBenchParams
-
     def score(self, params: MMCBenchParams, data: MetricInput) -> MetricResult:
         rows, details, warnings = [], {}, []
         expected = expected_values(data.items, params.over, params.reference)
@@ -198,10 +195,8 @@ def whisper_normalizer() -> Callable[[str], str]:
     return EnglishTextNormalizer(mapping)
 
 
-@metric
+@metric("mmcbench.cross_modal", MMCBenchCrossParams)
 class MMCBenchCrossModal(Metric):
-    name = "mmcbench.cross_modal"
-    Params = MMCBenchCrossParams
     uses_embedder = False
 
     def score(self, params: MMCBenchCrossParams, data: MetricInput) -> MetricResult:

@@ -204,11 +204,8 @@ def _pairs(start: int, stop: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(start, stop) for j in range(i + 1, stop)]
 
 
-@metric
+@metric("mmr3.all", MMR3Params)
 class MMR3All(Metric):
-    name = "mmr3.all"
-    Params = MMR3Params
-
     def score(self, params: MMR3Params, data: MetricInput) -> MetricResult:
         scored = _Scored(params, data.items, data)
         index = {item.item_id: k for k, item in enumerate(scored.items)}

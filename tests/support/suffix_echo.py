@@ -15,11 +15,10 @@ class SuffixOptions(BackendOptions):
     suffix: str = Field("", description="text appended to every answer")
 
 
-@BACKENDS.add
+@BACKENDS.add("test-echo")
 class SuffixEcho(Backend):
     """Answers a prompt with the prompt (and ``suffix=`` if given)."""
 
-    name = "test-echo"
     tasks = frozenset({"generate"})
     batch_size = 4
     Options = SuffixOptions
