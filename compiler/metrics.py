@@ -324,18 +324,16 @@ def params_of(implementation: Any) -> type[MetricParams]:
 
 
 METRIC_SCHEMAS: Registry[type[MetricParams]] = Registry("metric", group="benchc.metrics", make=params_of)
-METRIC_SCHEMAS.register("mmr3.all", MMR3Params)
-METRIC_SCHEMAS.register("mmcbench.consistency", MMCBenchParams)
-METRIC_SCHEMAS.register("mmcbench.cross_modal", MMCBenchCrossParams)
-METRIC_SCHEMAS.register("merlim.recognition", MerlimRecognitionParams)
-METRIC_SCHEMAS.register("merlim.relations", MerlimRelationsParams)
-METRIC_SCHEMAS.register("merlim.counting", MerlimCountingParams)
-METRIC_SCHEMAS.register("koala.accuracy", KoalaParams)
-METRIC_SCHEMAS.register("general.agreement", AgreementParams)
-METRIC_SCHEMAS.register("general.flip_rate", FlipRateParams)
-METRIC_SCHEMAS.register("general.worst_case", WorstCaseParams)
-METRIC_SCHEMAS.register("general.accuracy", AccuracyParams)
-METRIC_SCHEMAS.register("general.consistency", ConsistencyParams)
+BUILTIN_SCHEMAS: dict[str, type[MetricParams]] = {
+    "mmr3.all": MMR3Params, "mmcbench.consistency": MMCBenchParams, "mmcbench.cross_modal": MMCBenchCrossParams,
+    "merlim.recognition": MerlimRecognitionParams, "merlim.relations": MerlimRelationsParams,
+    "merlim.counting": MerlimCountingParams, "koala.accuracy": KoalaParams, "general.agreement": AgreementParams,
+    "general.flip_rate": FlipRateParams, "general.worst_case": WorstCaseParams, "general.accuracy": AccuracyParams,
+    "general.consistency": ConsistencyParams}
+"""The built-in metrics' schemas, known to the compiler without the runtime; each implementation
+names the same class in its ``@metric`` (tests/test_layout.py checks that the two sides agree)."""
+for _name, _schema in BUILTIN_SCHEMAS.items():
+    METRIC_SCHEMAS.register(_name, _schema)
 
 
 STAGE_OUTPUT: dict[str, str] = {"generate": "text", "speech-to-text": "text", "text-to-speech": "audio",

@@ -73,12 +73,7 @@ class InProcess(Strategy):
     """Batches answered one after another in this process (GPU models: one model, batched)."""
 
     def run(self, backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource) -> None:
-        for batch in batches:
-            if ledger.stopped:
-                break
-            mine = ledger.claim(batch)
-            if not mine:
-                continue
+        for mine in ledger.claimed(batches):
             try:
                 result: Outcome = backend.run_batch(mine, media)
             except BatchFailures as failed:
@@ -96,12 +91,7 @@ class Pool(Strategy):
         with process_pool(self.workers, ["benchc.runtime.executor"], _init_worker, init) as pool:
             pending: dict[Future[list[Response]], list[Request]] = {}
             try:
-                for batch in batches:
-                    if ledger.stopped:
-                        break
-                    mine = ledger.claim(batch)
-                    if not mine:
-                        continue
+                for mine in ledger.claimed(batches):
                     pending[pool.submit(_run_in_worker, mine)] = mine
                     if len(pending) >= self.workers * 2:
                         _drain(pending, ledger)

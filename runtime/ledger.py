@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar
 
 from benchc.compiler.errors import BackendError, Problem
@@ -88,6 +88,16 @@ class Ledger:
             self.advance(answered_here)
         self.elsewhere += [r for r, s in zip(batch, statuses) if s == "elsewhere"]
         return [r for r, s in zip(batch, statuses) if s == "mine"]
+
+    def claimed(self, batches: Iterable[list[Request]]) -> Iterator[list[Request]]:
+        """Each batch's part this run should send (``claim``), skipping empty ones, in order,
+        until a backend stopped."""
+        for batch in batches:
+            if self.stopped:
+                return
+            mine = self.claim(batch)
+            if mine:
+                yield mine
 
     def _claim_ahead(self, claims: Claims, batch: list[Request]) -> None:
         """Claims ``batch`` and the scheduled batches after it, CLAIM_AHEAD keys at least, in one

@@ -63,14 +63,18 @@ def skipped(overrides: list[str] | None) -> bool:
     return bool(overrides) or os.environ.get(SKIP_ENV, "") not in ("", "0")
 
 
+def _checked_lock(spec_path: Path | str, overrides: list[str] | None) -> tuple[Path, dict[str, Any]] | None:
+    """The committed lock a bundled spec's version is checked against; None when there is none
+    or the check is skipped (``--set`` overrides)."""
+    return None if skipped(overrides) else _committed_lock(Path(spec_path))
+
+
 def check_spec_version(spec_path: Path | str, overrides: list[str] | None = None) -> None:
     """Before a compile: refuse a bundled spec whose spec digest moved at the same version
     because the spec was edited. When the spec (resolved with this benchc) is the same as at
     the lock's commit, the digest moved with benchc's code (a new default): the compile goes
     on, and ``benchc lock --check`` reports the lock as out of date."""
-    if skipped(overrides):
-        return
-    found = _committed_lock(Path(spec_path))
+    found = _checked_lock(spec_path, overrides)
     if found is None:
         return
     from ..compile import spec_digest, spec_document
@@ -94,9 +98,7 @@ def check_spec_version(spec_path: Path | str, overrides: list[str] | None = None
 
 def check_source_version(spec_path: Path | str, lock: dict[str, Any], overrides: list[str] | None = None) -> None:
     """After a compile: refuse a bundled spec whose source data moved at the same version."""
-    if skipped(overrides):
-        return
-    found = _committed_lock(Path(spec_path))
+    found = _checked_lock(spec_path, overrides)
     if found is None:
         return
     lock_file, committed = found
