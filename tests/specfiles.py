@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from conftest import SPECS
 
@@ -70,4 +72,36 @@ def write_mini(folder: Path, n: int = 4, table: str = TABLE, text: str | None = 
     shutil.copy(SPECS / "mmcbench" / "data" / TABLE, data / table)
     spec = folder / "mini.toml"
     spec.write_text(text if text is not None else MINI_SPEC.format(table=table, n=n))
+    return spec
+
+
+FROM_TABLE = """
+[[node]]
+id = "source"
+op = "text.rephrase_from_table"
+input = "record"
+params.field = "texts"
+"""
+"""The node that makes one text item per string of a row's ``texts`` list."""
+
+
+def write_rows_spec(folder: Path, name: str, rows: list[dict[str, Any]], nodes: str) -> Path:
+    """``rows`` as rows.jsonl (keyed by "id") and a spec.toml over them in ``folder``: benchmark
+    test/``name``, then ``nodes``, each item's text as its prompt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = folder / "spec.toml"
+    spec.write_text(f"""\
+[benchmark]
+name = "test/{name}"
+version = "1.0.0"
+
+[source]
+loader = "table"
+path = "rows.jsonl"
+id = "id"
+{nodes}
+[prompt]
+template = "{{{{ text }}}}"
+""")
     return spec

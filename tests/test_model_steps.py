@@ -28,6 +28,7 @@ from benchc.compiler.ops import OPS, OpContext
 from benchc.compiler.values import Record, Value
 
 from benchc import api
+from specfiles import FROM_TABLE, write_rows_spec
 
 # --- a fake client -------------------------------------------------------------------------------
 
@@ -68,24 +69,7 @@ ROWS = [{"id": "q1", "question": "what color is the shape?", "answer": "blue", "
         {"id": "q2", "question": "what shape is it?", "answer": ["circle", "round"], "text": "A dog ran.",
          "subject": "man", "predicate": "ON", "object": "horse"}]
 
-HEADER = """\
-[benchmark]
-name = "test/model-steps"
-version = "1.0.0"
-
-[source]
-loader = "table"
-path = "rows.jsonl"
-id = "id"
-"""
-
-TRANSLATE = """
-[[node]]
-id = "source"
-op = "text.rephrase_from_table"
-input = "record"
-params.field = "texts"
-
+TRANSLATE = FROM_TABLE + """
 [[node]]
 id = "german"
 op = "text.translate"
@@ -95,18 +79,9 @@ params.target_language = "German"
 params.attrs = { corruption = "translated" }
 """
 
-PROMPT = """
-[prompt]
-template = "{{ text }}"
-"""
-
 
 def write_spec(folder: Path, nodes: str, rows: list[dict[str, Any]] = ROWS) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "rows.jsonl").write_text("".join(json.dumps({**r, "texts": [r["text"]]}) + "\n" for r in rows))
-    spec = folder / "spec.toml"
-    spec.write_text(HEADER + nodes + PROMPT)
-    return spec
+    return write_rows_spec(folder, "model-steps", [{**r, "texts": [r["text"]]} for r in rows], nodes)
 
 
 def compile_with(spec: Path, out: Path, client: Any, cache: Path, **options: Any) -> CompileResult:

@@ -344,15 +344,20 @@ def _env() -> dict[str, str]:
     return {**os.environ, KEY_ENV: KEY, "PYTHONPATH": path}
 
 
+def _run_command(manifest: Path, out: Path, store: Path, server: FaultServer, options: str) -> list[str]:
+    """`benchc run` of the manifest into ``out`` on ``store``, asking ``server``."""
+    return [sys.executable, "-m", "benchc.cli", "run", str(manifest), "-o", str(out), "--cache",
+            str(manifest.parent / "c"), "--store", str(store), "--model", model(server, options)]
+
+
 def test_two_runs_on_one_store_send_each_request_once(manifest: Path, tmp_path: Path) -> None:
     server = FaultServer(latency=0.1)  # a run alone would take ~2 s: the two overlap
     store = tmp_path / "store"
     try:
         def start(name: str) -> subprocess.Popen[str]:
-            return subprocess.Popen([sys.executable, "-m", "benchc.cli", "run", str(manifest), "-o",
-                                     str(tmp_path / name), "--cache", str(manifest.parent / "c"), "--store",
-                                     str(store), "--model", model(server, "concurrency=2,batch_size=4")],
-                                    cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            command = _run_command(manifest, tmp_path / name, store, server, "concurrency=2,batch_size=4")
+            return subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
 
         runs = [start("a"), start("b")]
         outputs = [run.communicate(timeout=300) for run in runs]
@@ -430,9 +435,7 @@ def test_an_echoed_key_is_not_stored_and_is_reported_without_the_key(manifest: P
     store = tmp_path / "store"
     try:
         def run(name: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "benchc.cli", "run", str(manifest), "-o",
-                                   str(tmp_path / name), "--cache", str(manifest.parent / "c"), "--store",
-                                   str(store), "--model", model(server, "concurrency=4")],
+            return subprocess.run(_run_command(manifest, tmp_path / name, store, server, "concurrency=4"),
                                   cwd=ROOT, env={**_env(), "OPENAI_LOG": "debug"}, capture_output=True, text=True,
                                   timeout=300)
 

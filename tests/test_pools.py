@@ -3,7 +3,6 @@ that may hold other threads' locks, and an op registered outside benchc runs in 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ import torch
 
 from benchc.compiler.pools import process_pool
 from conftest import ROOT, SPECS, cli
+from specfiles import FROM_TABLE, write_rows_spec
 
 
 def _parent_pid(_: int) -> int:
@@ -37,31 +37,11 @@ def test_workers_are_forked_from_a_clean_server_not_from_this_process() -> None:
 
 def test_an_op_registered_by_a_plugin_module_runs_in_workers(tmp_path: Path) -> None:
     rows = [{"id": f"r{i}", "texts": [f"sentence number {i}"]} for i in range(6)]
-    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = tmp_path / "spec.toml"
-    spec.write_text("""\
-[benchmark]
-name = "test/plugin-op"
-version = "1.0.0"
-
-[source]
-loader = "table"
-path = "rows.jsonl"
-id = "id"
-
-[[node]]
-id = "source"
-op = "text.rephrase_from_table"
-input = "record"
-params.field = "texts"
-
+    spec = write_rows_spec(tmp_path, "plugin-op", rows, FROM_TABLE + """
 [[node]]
 id = "loud"
 op = "mylab.shout"
 input = "source"
-
-[prompt]
-template = "{{ text }}"
 """)
     # In a process of its own, as a user's would be: the plugin's op stays out of this one's registry.
     script = ("import sys; import mylab_benchc.ops; "

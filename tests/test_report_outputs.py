@@ -4,7 +4,6 @@ is not there (an empty set of pairs or items) reads "n/a" in every rendered form
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from benchc import api
 from benchc.cli import main
 from benchc.runtime.report.tables import Table, read_csv, to_latex, to_markdown
+from support.scores_run import scores_run
 
 SCORES = {
     "benchmark": {"name": "lab/outputs", "version": "1.0.0"},
@@ -31,19 +31,12 @@ SCORES = {
 }
 
 
-def _run(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "scores.json").write_text(json.dumps(SCORES))
-    return run
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_report_html_with_out_writes_nothing_in_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = _run(tmp_path)
+    run = scores_run(tmp_path, SCORES)
     assert main(["report", str(run)]) == 0  # the run's own report: RUN/report.md and RUN/report/
     before = _files(run)
     assert "report.md" in before and "report/index.html" in before
@@ -57,14 +50,14 @@ def test_report_html_with_out_writes_nothing_in_the_run(tmp_path: Path, capsys: 
 
 
 def test_the_api_with_an_out_folder_returns_the_report_md_it_wrote(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = scores_run(tmp_path, SCORES)
     result = api.report_folder(run, tmp_path / "out", browser="off")
     assert result.markdown == tmp_path / "out" / "report.md" and "report.md" in result.files
     assert not (run / "report.md").exists() and not (run / "report").exists()
 
 
 def test_a_missing_value_reads_n_a_in_every_rendered_format(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = scores_run(tmp_path, SCORES)
     markdown = api.report(run).read_text()
     assert "| blue | 1 | 1 | 100.00 | 80.00 | n/a | n/a | n/a |" in markdown
     assert "| red | 1 | 2 | 0.00 | 40.00 | 0.00 | 20.00 | 14.50 |" in markdown  # a measured 0 stays 0

@@ -4,7 +4,6 @@ missing, one polygon per radar series; and a figure without intervals draws as i
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from benchc import api
 from benchc.runtime.report.plots import bar_series, normalized, render
 from benchc.runtime.report.tables import Table, read_csv
+from support.scores_run import scores_run
 
 SVG = "{http://www.w3.org/2000/svg}"
 COLOURS = ("#1f77b4", "#ff7f0e")  # matplotlib's C0, C1: the first two series
@@ -81,11 +81,8 @@ def marks(svg: bytes) -> Marks:
 
 
 def _report(tmp_path: Path, metrics: list[dict]) -> Path:
-    run = tmp_path / "run"
-    run.mkdir()
-    scores = {"benchmark": {"name": "lab/plots", "version": "1.0.0"}, "manifest_digest": "cd" * 32,
-              "model": "m", "items": 8, "metrics": metrics}
-    (run / "scores.json").write_text(json.dumps(scores))
+    run = scores_run(tmp_path, {"benchmark": {"name": "lab/plots", "version": "1.0.0"}, "manifest_digest": "cd" * 32,
+                                "model": "m", "items": 8, "metrics": metrics})
     api.report(run)
     return run / "report" / "plots"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import tomllib
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from benchc.cli import main
 from benchc.runtime.report.plots import normalized, render
 from benchc.runtime.report.tables import Provenance, Table, footer_lines, read_csv, to_csv, to_latex, to_markdown
 from benchc.runtime.reproduce import Paper, cell_diff, recorded_text
+from support.scores_run import scores_run
 
 DIGEST = "ab" * 32
 SCORES = {
@@ -40,15 +40,8 @@ SCORES = {
 }
 
 
-def _run_dir(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "scores.json").write_text(json.dumps(SCORES))
-    return run
-
-
 def test_an_unknown_metric_renders_in_every_format(tmp_path: Path) -> None:
-    run = _run_dir(tmp_path)
+    run = scores_run(tmp_path, SCORES)
     markdown = api.report(run).read_text()
     assert "| split_a | n | rate\\_% | gap\\|x |" in markdown  # edge underscores and pipes escaped
     assert "\\<b\\>bold\\</b\\>" in markdown and "<b>bold" not in markdown
@@ -76,7 +69,7 @@ def test_an_unknown_metric_renders_in_every_format(tmp_path: Path) -> None:
 
 
 def test_two_renders_are_byte_identical(tmp_path: Path) -> None:
-    run = _run_dir(tmp_path)
+    run = scores_run(tmp_path, SCORES)
     api.report(run)
     first = {p.relative_to(run): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
     api.report(run)

@@ -5,7 +5,6 @@ over fewer groups; a cosine threshold (MM-R3's Con > 0.7) applied to one-word an
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from benchc.runtime.embed import Embedder
 from benchc.runtime.metrics import METRICS, MetricInput, MetricResult
 from benchc.runtime.metrics.base import ScoredItem
 from benchc.runtime.score import _result_json
+from support.scores_run import scores_run
 
 YES_NO = 0.73  # cos("Yes.", "No.") under all-MiniLM-L6-v2, as MM-R3's follow-up code embeds them
 
@@ -37,11 +37,8 @@ def embedder(vectors: dict[str, list[float]]) -> Embedder:
 
 def _report_of(tmp_path: Path, result: MetricResult) -> str:
     """report.md of a run whose scores.json holds ``result`` as `benchc score` writes it."""
-    run = tmp_path / "run"
-    run.mkdir()
-    scores = {"benchmark": {"name": "lab/w", "version": "1.0.0"}, "manifest_digest": "12" * 32, "model": "m",
-              "items": 4, "metrics": [_result_json(result)]}
-    (run / "scores.json").write_text(json.dumps(scores))
+    run = scores_run(tmp_path, {"benchmark": {"name": "lab/w", "version": "1.0.0"}, "manifest_digest": "12" * 32,
+                                "model": "m", "items": 4, "metrics": [_result_json(result)]})
     return api.report(run).read_text()
 
 

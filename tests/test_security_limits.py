@@ -322,12 +322,19 @@ def test_a_symlink_out_of_an_image_folder_is_refused(tmp_path: Path) -> None:
     _fails_with(_benchc("validate", spec, "--data"), "source.folder", "outside the data roots")
 
 
+def _image_and_a_link_out(tmp_path: Path, folder: str) -> Path:
+    """root/``folder``/a.png, and b.png beside it a symlink to outside/b.png (both under
+    ``tmp_path``); returns the root."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write_image(root / folder / "a.png", (1, 2, 3))
+    write_image(outside / "b.png", (4, 5, 6))
+    (root / folder / "b.png").symlink_to(outside / "b.png")
+    return root
+
+
 @needs_symlinks
 def test_a_symlink_to_an_image_outside_the_roots_is_never_read(tmp_path: Path) -> None:
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    write_image(root / "photos" / "a.png", (1, 2, 3))
-    write_image(outside / "b.png", (4, 5, 6))
-    (root / "photos" / "b.png").symlink_to(outside / "b.png")
+    root = _image_and_a_link_out(tmp_path, "photos")
     with pytest.raises(SourceError, match="'photos/b.png' is a symlink to .*outside the data roots"):
         load("image_folder", root, folder="photos")
     (root / "photos" / "b.png").unlink()
@@ -355,10 +362,7 @@ def test_a_spec_path_through_a_symlink_must_stay_in_the_roots(tmp_path: Path) ->
 
 @needs_symlinks
 def test_an_image_a_table_names_through_a_symlink_out_of_the_roots_is_never_read(tmp_path: Path) -> None:
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    write_image(root / "images" / "a.png", (1, 2, 3))
-    write_image(outside / "b.png", (4, 5, 6))
-    (root / "images" / "b.png").symlink_to(outside / "b.png")
+    root = _image_and_a_link_out(tmp_path, "images")
     (root / "rows.csv").write_text("id,image,question\n1,a.png,q1\n2,b.png,q2\n")
     params = {"path": "rows.csv", "id": "id", "image_column": "image", "images": "images"}
     # not a bad row that on_error = "skip" could pass over: the load stops

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pathlib
 
-from support.tiny_vlm import _make_hf_tokenizer, _unprintable_token_ids
+from support.tiny_vlm import _make_hf_tokenizer, _unprintable_token_ids, tiny_llama_config
 from support.tiny_weights import save, seeded
 
 __all__ = ["build_tiny_llm"]
@@ -18,15 +18,12 @@ __all__ = ["build_tiny_llm"]
 
 def build_tiny_llm(out_dir: pathlib.Path, seed: int = 0) -> pathlib.Path:
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import GenerationConfig, LlamaForCausalLM
 
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = _make_hf_tokenizer()
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                         tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = tiny_llama_config(tokenizer)
     model = seeded(lambda: LlamaForCausalLM(config).to(torch.float32).eval(), seed)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,

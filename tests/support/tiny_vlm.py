@@ -185,14 +185,23 @@ def _make_hf_tokenizer():
     return tokenizer
 
 
-def _make_config(tokenizer):
-    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+def _token_ids(tokenizer) -> dict[str, int]:
+    return dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id)
 
-    ids = dict(
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+
+def tiny_llama_config(tokenizer):
+    """The Llama text model of the tiny LLaVA, also the whole of :mod:`support.tiny_llm`."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                       tie_word_embeddings=False, **_token_ids(tokenizer))
+
+
+def _make_config(tokenizer):
+    from transformers import CLIPVisionConfig, LlavaConfig
+
     vision = CLIPVisionConfig(
         hidden_size=32,
         intermediate_size=64,
@@ -203,17 +212,7 @@ def _make_config(tokenizer):
         image_size=IMAGE_SIZE,
         patch_size=PATCH_SIZE,
     )
-    text = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=512,
-        tie_word_embeddings=False,
-        **ids,
-    )
+    text = tiny_llama_config(tokenizer)
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
     common = dict(
         vision_config=vision,
@@ -223,7 +222,7 @@ def _make_config(tokenizer):
         vision_feature_layer=-1,
         image_seq_length=TINY_LLAVA_IMAGE_TOKENS,
         tie_word_embeddings=False,
-        **ids,
+        **_token_ids(tokenizer),
     )
     try:
         config = LlavaConfig(image_token_index=image_token_id, **common)
