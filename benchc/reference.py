@@ -105,9 +105,11 @@ def _optional_inner(annotation: Any) -> Any | None:
 def bounds_text(metadata: Sequence[Any]) -> str:
     """``in [0, 15]``, ``>= 1``, ``at least 1 item``, ``matching ^...$`` from Field constraints."""
     found = {name: getattr(m, name) for m in metadata
-             for name in ("ge", "gt", "le", "lt", "min_length", "max_length", "pattern")
+             for name in ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length", "pattern")
              if getattr(m, name, None) is not None}
     parts = [_range_text(found), _length_text(found)]
+    if "multiple_of" in found:
+        parts.insert(1, f"a multiple of {found['multiple_of']}")
     if "pattern" in found:
         parts.append(f"matching {found['pattern']}")
     return ", ".join(p for p in parts if p)
@@ -235,71 +237,6 @@ class BackendDoc:
     options: dict[str, str]
 
 
-LOCAL_DEVICE = "torch device: cpu, cuda or cuda:N (default cpu)"
-LOCAL_DTYPE = "one of: float32, float16, bfloat16 (default float32)"
-
-BACKEND_DOCS: dict[str, BackendDoc] = {
-    # Read from each backend's option parsing (runtime/backends/*.py: OPTIONS, *_option calls);
-    # tests/test_vocabulary.py checks that the names match each backend's OPTIONS.
-    "echo": BackendDoc(
-        "none", "Answers each prompt with the prompt itself, or a fixed answer: needs nothing (tutorials, "
-        "smoke tests of a spec)", {"answer": "a fixed answer for every request (default: the prompt)"}),
-    "hf": BackendDoc(
-        "/path/to/model (a folder saved with save_pretrained)",
-        "Image-text-to-text and text models through transformers, from a local folder",
-        {"batch_size": "requests per batch, int >= 1 (default 8)",
-         "dtype": LOCAL_DTYPE, "device": LOCAL_DEVICE,
-         "share_prefix": "true or false (default false): compute the shared image prefix of a group's "
-                         "prompts once (LLaVA-1.5, LLaVA-NeXT)"}),
-    "hf-asr": BackendDoc(
-        "/path/to/model (a Whisper-class seq2seq or wav2vec2-class CTC model)",
-        "Speech-to-text through transformers, from a local folder",
-        {"batch_size": "clips per batch, int >= 1 (default 8)", "device": LOCAL_DEVICE, "dtype": LOCAL_DTYPE,
-         "max_new_tokens": "int >= 1 (default 128)",
-         "language": "multilingual Whisper: e.g. en or english (default: the model detects it)",
-         "task": "multilingual Whisper: one of: transcribe, translate"}),
-    "hf-tts": BackendDoc(
-        "/path/to/model (a VITS model such as MMS-TTS)", "Text-to-speech through transformers, from a "
-        "local folder", {"device": LOCAL_DEVICE, "dtype": LOCAL_DTYPE}),
-    "diffusers": BackendDoc(
-        "/path/to/pipeline (saved with DiffusionPipeline.save_pretrained)",
-        "Text-to-image with a diffusers pipeline, from a local folder",
-        {"batch_size": "prompts per batch, int >= 1 (default 4)", "device": LOCAL_DEVICE, "dtype": LOCAL_DTYPE,
-         "steps": "inference steps, int >= 1 (default 30)",
-         "guidance": "classifier-free guidance scale, number >= 0 (default 7.5)",
-         "width": "image width in pixels, a multiple of 8 (default: the pipeline's)",
-         "height": "image height in pixels, a multiple of 8 (default: the pipeline's)"}),
-    "espeak": BackendDoc(
-        "none", "Text-to-speech with the espeak-ng engine",
-        {"voice": "an espeak-ng voice, see `espeak-ng --voices` (default en-us)",
-         "speed": "words per minute, int >= 1 (default 175)", "pitch": "int >= 0 (default 50)"}),
-    "pocketsphinx": BackendDoc("none", "Speech-to-text with pocketsphinx's bundled US-English model", {}),
-    "openai": BackendDoc(
-        "MODEL (required, e.g. gpt-4o-mini)", "Any OpenAI-compatible chat server",
-        {"base_url": "the server's API root (default https://api.openai.com/v1)",
-         "api_key_env": "NAME of the environment variable holding the key (default OPENAI_API_KEY); "
-                        "none for a server without keys",
-         "concurrency": "requests in flight at once, int >= 1 (default 8)",
-         "rate": "limit on request starts: N/s or N/min (default unlimited)",
-         "timeout": "seconds to wait for one answer, number > 0 (default 120)",
-         "max_retries": "retries of one request, int >= 0 (default 6)",
-         "batch_size": "requests per executor batch, int >= 1 (default 4 x concurrency)",
-         "send_seed": "true or false: send a per-request seed (default true)",
-         "max_tokens_field": "one of: max_tokens, max_completion_tokens (default max_tokens)",
-         "image_detail": "one of: auto, low, high (default: not sent)",
-         "check_model": "true or false: ask GET {base_url}/models before any request (default true)"}),
-    "vllm": BackendDoc(
-        "/path/to/model (a folder saved with save_pretrained; needs vllm and a CUDA GPU)",
-        "Image-text-to-text and text models through vLLM's offline engine",
-        {"batch_size": "requests per LLM.generate call, int >= 1 (default 32)",
-         "dtype": "one of: auto, float16, bfloat16, float32 (default auto)",
-         "tensor_parallel_size": "GPUs per model, int >= 1 (default 1)",
-         "max_model_len": "int >= 1 (default: the model's)",
-         "gpu_memory_utilization": "fraction of GPU memory, in (0, 1] (default 0.9)",
-         "max_images": "images per prompt, int >= 0 (default 4)"}),
-}
-
-
 @dataclass(frozen=True)
 class BackendEntry:
     name: str
@@ -310,7 +247,7 @@ class BackendEntry:
 def backend_entries(builtin_only: bool = False) -> list[BackendEntry]:
     from .runtime.backends import BACKENDS
 
-    return [BackendEntry(name, sorted(cls.tasks), BACKEND_DOCS.get(name) or backend_doc(cls))
+    return [BackendEntry(name, sorted(cls.tasks), backend_doc(cls))
             for name, cls in BACKENDS.items() if not builtin_only or is_builtin(cls)]
 
 
@@ -322,10 +259,18 @@ def backend_doc(cls: Any) -> BackendDoc:
 
 
 def option_text(row: ParamRow) -> str:
-    """``which word to answer with, one of: 'first', 'last' (default 'last')``."""
-    default = "" if row.default == "None" else f" (default {row.default})"
-    kind = "" if row.type in ("text", "") else f", {row.type}"
-    return f"{row.meaning}{kind}{default}"
+    """``which word to answer with, one of: 'first', 'last' (default 'last')``.
+
+    An option whose default is None is set by something else (another option, the model, the
+    server): its description ends with what that default is, ``(default: the model's)``, which
+    stays last, and its type loses ``or none`` (such an option is left out, never written none)."""
+    meaning, kind, default = row.meaning, row.type, f"(default {row.default})"
+    if row.default == "none":
+        kind = kind.removesuffix(" or none")
+        said = re.search(r"\s*(\(default\b[^()]*\))$", meaning)
+        meaning, default = (meaning[:said.start()], said.group(1)) if said else (meaning, "")
+    text = ", ".join(part for part in (meaning, "" if kind == "text" else kind) if part)
+    return f"{text} {default}".strip()
 
 
 def is_builtin(entry: Any) -> bool:

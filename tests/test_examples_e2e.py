@@ -8,14 +8,15 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 import pytest
+from pydantic import Field
 
 from benchc import api
 from benchc.runtime.backends import BACKENDS, Backend, Request, Response
-from benchc.runtime.backends.base import MediaLoader
+from benchc.runtime.backends.base import BackendOptions, MediaLoader
 from conftest import SPECS
 
 EXAMPLES = SPECS / "examples"
@@ -32,6 +33,10 @@ def _paraphrase_rules(prompt: str) -> str:
 RULES = {"yes": lambda prompt: "Yes.", "b": lambda prompt: "B", "paraphrase": _paraphrase_rules}
 
 
+class RulesOptions(BackendOptions):
+    rules: Literal["yes", "b", "paraphrase"] = Field("yes", description="which rule answers")
+
+
 class Rules(Backend):
     """A rule-based model: ``rules=yes`` always says "Yes.", ``rules=b`` always picks option B,
     ``rules=paraphrase`` knows the paraphrase example's facts."""
@@ -39,12 +44,14 @@ class Rules(Backend):
     name = "test-rules"
     tasks = frozenset({"generate"})
     batch_size = 8
+    Options = RulesOptions
+    opts: RulesOptions
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "rules": self.option("rules", "yes")}
+        return {"backend": self.name, "rules": self.opts.rules}
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        rule = RULES[self.option("rules", "yes")]
+        rule = RULES[self.opts.rules]
         return [Response("text", text=rule(r.prompt)) for r in requests]
 
 

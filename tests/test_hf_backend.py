@@ -85,7 +85,7 @@ def test_greedy_fingerprint_covers_everything_that_can_change_an_answer(tiny_lla
 @pytest.mark.parametrize("options,fragment", [
     ("batch_size=eight", "batch_size must be an integer"),
     ("batch_size=0", "batch_size must be an integer >= 1"),
-    ("dtype=float33", "dtype must be one of float32, float16, bfloat16"),
+    ("dtype=float33", "dtype must be one of: 'float32', 'float16', 'bfloat16'"),
     ("device=gpu0", "device must be a torch device"),
 ])
 def test_bad_hf_options_are_refused_when_the_backend_is_built(tiny_llava: Path, options: str, fragment: str) -> None:

@@ -13,7 +13,7 @@ from benchc.compiler.ops import OPS
 from benchc.compiler.registry import closest_choices, literal_hint, merge_union_errors
 from benchc.compiler.sources import SOURCES, SourceContext
 from benchc.compiler.cas import ContentStore
-from benchc.reference import BACKEND_DOCS, render, type_text
+from benchc.reference import backend_entries, render, type_text
 from conftest import cli
 
 PYTHON_TYPES = ("Union", "typing.", "Optional[", "Literal[", "<class", "NoneType")
@@ -124,18 +124,53 @@ def test_backends_lists_each_backends_options() -> None:
     assert "written: hf:TARGET,option=value,... where TARGET is /path/to/model" in hf
     for option in ("batch_size", "dtype", "device", "share_prefix"):
         assert f"      {option}: " in hf
-    assert "one of: float32, float16, bfloat16 (default float32)" in hf
+    assert "one of: 'float32', 'float16', 'bfloat16' (default 'float32')" in hf
+    assert "      batch_size: requests per batch, int >= 1 (default 8)" in hf
     assert "pocketsphinx  (speech-to-text)" in out and "options: none" in out
 
 
-def test_backend_docs_name_exactly_the_options_each_backend_parses() -> None:
+def test_backend_docs_come_from_each_backends_options_model() -> None:
     from benchc.runtime.backends import BACKENDS
+    from benchc.runtime.backends.base import BackendOptions
 
-    # test modules register test-*
-    shipped = {name: cls for name, cls in BACKENDS.items() if not name.startswith("test-")}
-    assert set(BACKEND_DOCS) == set(shipped)
-    for name, cls in shipped.items():
-        assert set(BACKEND_DOCS[name].options) == set(getattr(cls, "OPTIONS", ())), name
+    entries = {entry.name: entry for entry in backend_entries(builtin_only=True)}
+    assert {"echo", "espeak", "hf", "hf-asr", "hf-tts", "diffusers", "openai", "pocketsphinx", "vllm"} <= set(entries)
+    for name, entry in entries.items():
+        cls = BACKENDS.get(name)
+        assert entry.doc.summary and entry.doc.target, name  # the docstring's first line, target_help
+        assert entry.doc.target.startswith("/path/to/") or not cls.target_is_path, name
+        assert list(entry.doc.options) == list(cls.Options.model_fields), name
+        assert cls.Options is BackendOptions or cls.Options.__module__.startswith("benchc.runtime.backends"), name
+        cls.Options()  # every option has a default: a backend is written with none
+        for option, field in cls.Options.model_fields.items():
+            assert field.description, (name, option)
+            if field.default is None:  # set by something else: the description says by what
+                assert "(default" in entry.doc.options[option], (name, option)
+            else:
+                assert entry.doc.options[option].endswith(")") and "(default " in entry.doc.options[option]
+
+
+def test_option_errors_name_the_value_and_what_is_allowed() -> None:
+    from benchc.compiler.errors import BackendError
+    from benchc.compiler.spec.models import Generation
+    from benchc.runtime.backends import make_backend
+
+    cases = {"openai:m,concurrency=0": "option concurrency='0' is not valid\n"
+                                       "  hint: concurrency must be an integer >= 1",
+             "openai:m,timeout=inf": "timeout must be a finite number > 0.0",
+             "openai:m,send_seed=maybe": "send_seed must be true or false",
+             "openai:m,max_tokens_field=max_tok": "must be one of: 'max_tokens', 'max_completion_tokens' "
+                                                  "(did you mean 'max_tokens'?)",
+             "openai:m,rate=10": "rate must be a number of requests per second or minute: N/s or N/min",
+             "echo:answr=x": "unknown option(s) answr\n  hint: did you mean 'answer'?; known options: answer",
+             "pocketsphinx:model=x": "known options: none"}
+    for spec, fragment in cases.items():
+        with pytest.raises(BackendError) as caught:
+            make_backend(spec, Generation())
+        assert fragment in caught.value.render(), (spec, caught.value.render())
+    with pytest.raises(BackendError) as caught:  # everything wrong, at once
+        make_backend("openai:m,concurrency=0,max_retries=-1", Generation())
+    assert "concurrency='0'" in caught.value.render() and "max_retries='-1'" in caught.value.render()
 
 
 def test_the_reference_has_record_fields_and_backends() -> None:

@@ -14,17 +14,17 @@ batch.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 
 from benchc.compiler.errors import BackendError, Problem
-from benchc.compiler.registry import Registry, did_you_mean, literal_hint
+from benchc.compiler.registry import Registry, closest_choices, did_you_mean, literal_choices
 from benchc.compiler.spec.models import Generation
 
 
@@ -138,9 +138,27 @@ class BackendOptions(BaseModel):
     ``Field(description=...)``: the values (written as text) are converted and checked before any
     request, a misspelt name gets a did-you-mean, and `benchc backends` and docs/reference.md
     list them from the model. A field left at None means "not given" where the default depends
-    on something else (another option, the machine)."""
+    on something else (another option, the model); its description then ends with what that
+    default is, ``(default: the model's)``. Numbers must be finite (``inf`` and ``nan`` are
+    refused). Text options keep the text as written (BackendSpec.parse strips the spaces around
+    it), so a fingerprint that records one records the same text as ``self.options``.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    A value that only the backend can judge once it knows more (a voice the engine lacks, a CUDA
+    device this machine lacks, a length beyond the model's) is refused by ``Backend.bad_option``
+    in the same words."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
+
+
+def _true_or_false(value: Any) -> Any:
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError("true or false")
+    return value
+
+
+Flag = Annotated[bool, BeforeValidator(_true_or_false)]
+"""A yes/no option written ``true`` or ``false`` (a plain ``bool`` field would also take yes, on,
+1 and the like)."""
 
 
 def parse_options(backend: str, schema: type[BackendOptions], given: dict[str, str]) -> BackendOptions:
@@ -155,18 +173,66 @@ def parse_options(backend: str, schema: type[BackendOptions], given: dict[str, s
     try:
         return schema.model_validate(given)
     except ValidationError as exc:
-        raise BackendError([_option_problem(backend, error, given) for error in exc.errors()]) from None
+        raise BackendError([_option_problem(backend, schema, error, given) for error in exc.errors()]) from None
 
 
-def _option_problem(backend: str, error: Any, given: dict[str, str]) -> Problem:
+def option_error(backend: str, name: str, value: str, expected: str) -> BackendError:
+    """An option whose value is refused: ``expected`` says what it must be (``an integer >= 1``)."""
+    return BackendError(Problem(f"backend {backend!r}: option {name}={value!r} is not valid",
+                                hint=f"{name} must be {expected}"))
+
+
+def _option_problem(backend: str, schema: type[BackendOptions], error: Any, given: dict[str, str]) -> Problem:
     name = str(error["loc"][0]) if error.get("loc") else ""
-    expected = literal_hint(error) or str(error.get("msg", "")).removeprefix("Value error, ")
-    return Problem(f"backend {backend!r}: option {name}={given.get(name, '')!r} is not valid",
-                   hint=f"{name}: {expected[:1].lower()}{expected[1:]}")
+    field = schema.model_fields.get(name)
+    return option_error(backend, name, given.get(name, ""), _expected(error, field)).problems[0]
 
 
-def _declared(cls: type) -> set[str]:
-    return {name for klass in cls.__mro__ if klass.__name__ != "Backend" for name in vars(klass)}
+def _expected(error: Any, field: FieldInfo | None) -> str:
+    """What a refused value must be, in words: ``an integer >= 1``, ``a number in (0.0, 1.0]``,
+    ``one of: 'a', 'b' (did you mean 'a'?)``, ``true or false``, or a validator's own words."""
+    kind = error.get("type", "")
+    if kind == "literal_error":
+        choices = literal_choices(error)
+        allowed = "one of: " + ", ".join(repr(c) for c in choices)
+        close = closest_choices(str(error.get("input")), choices)
+        return f"{allowed} (did you mean {' or '.join(repr(c) for c in close)}?)" \
+            if close and len(close) < len(choices) else allowed
+    if kind == "bool_parsing":
+        return "true or false"
+    if kind in ("int_parsing", "int_from_float", "int_type"):
+        return f"an integer {_bounds(field)}".rstrip()
+    if kind in ("float_parsing", "float_type"):
+        return f"a number {_bounds(field)}".rstrip()
+    if kind in ("finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                "multiple_of"):
+        finite = "a finite number" if kind == "finite_number" else _number_kind(field)
+        return f"{finite} {_bounds(field)}".rstrip()
+    message = str(error.get("msg", "")).removeprefix("Value error, ")
+    return message[:1].lower() + message[1:]
+
+
+def _number_kind(field: FieldInfo | None) -> str:
+    types = {field.annotation, *get_args(field.annotation)} if field is not None else set()
+    return "an integer" if int in types else "a number"
+
+
+def _bounds(field: FieldInfo | None) -> str:
+    """``>= 1``, ``in (0.0, 1.0]``, ``>= 8, a multiple of 8``: a number field's constraints, or ""."""
+    found = {name: getattr(m, name) for m in (field.metadata if field is not None else ())
+             for name in ("ge", "gt", "le", "lt", "multiple_of") if getattr(m, name, None) is not None}
+    low = ("[", found["ge"]) if "ge" in found else ("(", found["gt"]) if "gt" in found else None
+    high = ("]", found["le"]) if "le" in found else (")", found["lt"]) if "lt" in found else None
+    parts = []
+    if low and high:
+        parts.append(f"in {low[0]}{low[1]}, {high[1]}{high[0]}")
+    elif low:
+        parts.append(f"{'>=' if low[0] == '[' else '>'} {low[1]}")
+    elif high:
+        parts.append(f"{'<=' if high[0] == ']' else '<'} {high[1]}")
+    if "multiple_of" in found:
+        parts.append(f"a multiple of {found['multiple_of']}")
+    return ", ".join(parts)
 
 
 class Backend(ABC):
@@ -188,9 +254,8 @@ class Backend(ABC):
         self.spec = spec
         self.generation = generation
         self.options: dict[str, str] = dict(spec.options)
-        """The options as written (text): what fingerprints record."""
-        self.opts = parse_options(self.name, self.Options, self.options) if "Options" in _declared(type(self)) \
-            else BackendOptions()  # TODO(issue 15): every backend declares Options
+        """The options as written (text)."""
+        self.opts = parse_options(self.name, self.Options, self.options)
         """The options checked and typed by ``Options``."""
 
     @abstractmethod
@@ -214,54 +279,11 @@ class Backend(ABC):
         """Load what answering needs (weights), so that a broken model fails before the first
         request; backends that load lazily (so a fingerprint costs no weights load) override it."""
 
-    def option(self, name: str, default: str) -> str:
-        return self.options.get(name, default)
-
-    def int_option(self, name: str, default: int, minimum: int | None = None) -> int:
-        """An integer option; a malformed or too small value fails before any request."""
-        text = self.options.get(name)
-        if text is None:
-            return default
-        try:
-            value = int(text)
-        except ValueError:
-            raise self.bad_option(name, text, "an integer") from None
-        if minimum is not None and value < minimum:
-            raise self.bad_option(name, text, f"an integer >= {minimum}")
-        return value
-
-    def float_option(self, name: str, default: float, valid: Callable[[float], bool], expected: str) -> float:
-        """A number option; a malformed, non-finite or invalid (``valid`` false) value fails
-        before any request, saying it must be ``expected``."""
-        text = self.options.get(name)
-        if text is None:
-            return default
-        try:
-            value = float(text)
-        except ValueError:
-            raise self.bad_option(name, text, expected) from None
-        if not math.isfinite(value) or not valid(value):
-            raise self.bad_option(name, text, expected)
-        return value
-
-    def choice_option(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        """An option that must be one of ``choices``."""
-        value = self.options.get(name, default)
-        if value not in choices:
-            raise self.bad_option(name, value, "one of " + ", ".join(choices))
-        return value
-
     def bad_option(self, name: str, value: str, expected: str) -> BackendError:
-        return BackendError(Problem(f"backend {self.name!r}: option {name}={value!r} is not valid",
-                                    hint=f"{name} must be {expected}"))
-
-    def check_options(self, known: set[str]) -> None:
-        unknown = sorted(set(self.options) - known)
-        if unknown:
-            close = [hint for name in unknown if (hint := did_you_mean(name, sorted(known)))]
-            listed = f"known options: {', '.join(sorted(known)) or 'none'}"
-            raise BackendError(Problem(f"backend {self.name!r}: unknown option(s) {', '.join(unknown)}",
-                                       hint="; ".join([*close, listed])))
+        """An option that ``Options`` accepted but this backend refuses once it knows more (a voice
+        the engine lacks, a device this machine lacks, a length beyond the model's): ``expected``
+        says what it must be."""
+        return option_error(self.name, name, value, expected)
 
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", group="benchc.backends")

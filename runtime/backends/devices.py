@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
-DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+TorchDtype = Literal["float32", "float16", "bfloat16"]
 """The ``dtype`` option's values for the backends that load weights with torch."""
 
 

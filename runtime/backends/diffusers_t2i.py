@@ -27,41 +27,50 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.media import png_bytes
 from benchc.compiler.spec.models import Generation
 
 from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
 from .devices import private_rng
-from .local_model import LocalTorchBackend, package_version, request_seed, require_module
+from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed, require_module
 
 INSTALL_HINT = "pip install diffusers==0.39.0 (the newest release that installs beside transformers 4.57)"
 
 
+class DiffusersOptions(BatchedTorchOptions):
+    batch_size: int = Field(4, ge=1, description="prompts per batch")
+    steps: int = Field(30, ge=1, description="inference steps")
+    guidance: float = Field(7.5, ge=0.0, description="classifier-free guidance scale")
+    width: int | None = Field(None, ge=8, multiple_of=8, description="image width in pixels "
+                                                                    "(default: the pipeline's)")
+    height: int | None = Field(None, ge=8, multiple_of=8, description="image height in pixels "
+                                                                     "(default: the pipeline's)")
+
+
+@BACKENDS.add("diffusers")
 class DiffusersTextToImage(LocalTorchBackend):
-    name = "diffusers"
+    """Text-to-image with a diffusers pipeline, from a local folder."""
+
     tasks = frozenset({"text-to-image"})
+    target_help = "/path/to/pipeline (saved with DiffusionPipeline.save_pretrained)"
+    Options = DiffusersOptions
+    opts: DiffusersOptions
     MARKER = "model_index.json"
     USAGE = "diffusers:/path/to/pipeline (a folder saved with DiffusionPipeline.save_pretrained)"
-    OPTIONS = frozenset({"batch_size", "device", "dtype", "steps", "guidance", "width", "height"})
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.batch_size = self.int_option("batch_size", 4, minimum=1)
-        self.steps = self.int_option("steps", 30, minimum=1)
-        self.guidance = self.float_option("guidance", 7.5, lambda v: v >= 0.0, "a number >= 0.0")
-        self.width = self.size_option("width")
-        self.height = self.size_option("height")
+        self.batch_size = self.opts.batch_size
+        self.steps = self.opts.steps
+        self.guidance = self.opts.guidance
+        self.width = self.opts.width
+        self.height = self.opts.height
 
     def check_packages(self) -> None:
         require_module(self.name, "diffusers", INSTALL_HINT)
-
-    def size_option(self, name: str) -> int | None:
-        """An image side in pixels (a multiple of 8, as the VAEs need), or None: the pipeline's."""
-        value = self.int_option(name, 0, minimum=8)
-        if value and value % 8:
-            raise self.bad_option(name, str(value), "a multiple of 8")
-        return value or None
 
     def fingerprint(self) -> dict[str, Any]:
         return {**self.base_fingerprint(), "diffusers": package_version("diffusers"),
@@ -103,5 +112,3 @@ class DiffusersTextToImage(LocalTorchBackend):
             kwargs["height"] = self.height
         return kwargs
 
-
-BACKENDS.register(DiffusersTextToImage.name, DiffusersTextToImage)

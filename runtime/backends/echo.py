@@ -6,25 +6,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from pydantic import Field
+
+from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response
 
 
+class EchoOptions(BackendOptions):
+    answer: str | None = Field(None, description="a fixed answer for every request (default: the prompt)")
+
+
+@BACKENDS.add("echo")
 class Echo(Backend):
-    name = "echo"
+    """Answers each prompt with the prompt itself, or a fixed answer: needs nothing (tutorials, smoke tests of a spec).
+
+    Its numbers are a spec's floor, not a model's."""
+
     tasks = frozenset({"generate"})
     batch_size = 64
-    OPTIONS = {"answer"}
+    Options = EchoOptions
+    opts: EchoOptions
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
         super().__init__(spec, generation)
-        self.check_options(self.OPTIONS)
-        self.answer = self.options.get("answer")
+        self.answer = self.opts.answer
 
     def fingerprint(self) -> dict[str, Any]:
         return {"backend": self.name, "answer": self.answer}
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         return [Response("text", text=r.prompt if self.answer is None else self.answer) for r in requests]
-
-
-BACKENDS.register(Echo.name, Echo)

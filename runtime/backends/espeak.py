@@ -12,10 +12,12 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
+from pydantic import Field
+
 from benchc.compiler.errors import BackendError, OpError
 from benchc.compiler.ops.speech import OUTPUT_RATE, engine, synthesize
 
-from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response
 
 
 def _engine() -> tuple[str, str]:
@@ -32,20 +34,26 @@ def _voice_exists(exe: str, voice: str) -> bool:
     return done.returncode == 0
 
 
+class ESpeakOptions(BackendOptions):
+    voice: str = Field("en-us", description="an espeak-ng voice, see `espeak-ng --voices`")
+    speed: int = Field(175, ge=1, description="words per minute")
+    pitch: int = Field(50, ge=0, description="pitch adjustment, as espeak-ng's -p")
+
+
+@BACKENDS.add("espeak")
 class ESpeak(Backend):
-    name = "espeak"
+    """Text-to-speech with the espeak-ng engine."""
+
     tasks = frozenset({"text-to-speech"})
     batch_size = 8
     process_parallel = True
-    OPTIONS = {"voice", "speed", "pitch"}
+    Options = ESpeakOptions
+    opts: ESpeakOptions
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
         super().__init__(spec, generation)
-        self.check_options(self.OPTIONS)
         self.exe, self.version = _engine()
-        self.voice = self.option("voice", "en-us")
-        self.speed = self.int_option("speed", 175, minimum=1)
-        self.pitch = self.int_option("pitch", 50, minimum=0)
+        self.voice, self.speed, self.pitch = self.opts.voice, self.opts.speed, self.opts.pitch
         if not _voice_exists(self.exe, self.voice):
             raise self.bad_option("voice", self.voice, "a voice espeak-ng knows (see `espeak-ng --voices`)")
 
@@ -63,5 +71,3 @@ class ESpeak(Backend):
         except OpError as exc:
             raise BackendError(exc.problems) from None
 
-
-BACKENDS.register(ESpeak.name, ESpeak)

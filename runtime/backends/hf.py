@@ -96,13 +96,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
 from . import hf_batching, hf_captioners, hf_prefix, hf_processor
-from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, BackendSpec, Flag, MediaLoader, Request, Response
 from .devices import private_rng, release_memory, to_device
-from .local_model import LocalTorchBackend, package_version, request_seed
+from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed
 from .local_model import model_digest as model_digest  # re-exported: read from here (runtime/clip_embed.py)
 from .media import decode_image
 
@@ -160,27 +162,34 @@ right, and requests of like length batched together (``hf_batching``); 1: everyt
 the left, batches cut in manifest order."""
 
 
-class HFVision(LocalTorchBackend):
-    """The ``hf`` backend (see the module docstring). Once loaded it is the ``LoadedModel`` that
-    ``hf_prefix`` and ``hf_captioners`` work with, through its public names."""
+class HFOptions(BatchedTorchOptions):
+    share_prefix: Flag = Field(False, description="compute the shared image prefix of a group's prompts once "
+                                                  "(LLaVA-1.5, LLaVA-NeXT)")
 
-    name = "hf"
+
+@BACKENDS.add("hf")
+class HFVision(LocalTorchBackend):
+    """Image-text-to-text and text models through transformers, from a local folder.
+
+    See the module docstring. Once loaded it is the ``LoadedModel`` that ``hf_prefix`` and
+    ``hf_captioners`` work with, through its public names."""
+
     tasks = frozenset({"generate"})
+    target_help = "/path/to/model (a folder saved with save_pretrained)"
+    Options = HFOptions
+    opts: HFOptions
     USAGE = "hf:/path/to/model (a folder saved with save_pretrained)"
-    OPTIONS = frozenset({"batch_size", "dtype", "device", "share_prefix"})
     NEEDS_TORCH = "hf backend needs torch and transformers"
     LOAD_HINT = "is it an image-text-to-text model (or a causal LM) saved with save_pretrained?"
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.share_prefix = self.choice_option("share_prefix", "false", ("true", "false")) == "true"
+        self.batch_size = self.opts.batch_size
+        self.share_prefix = self.opts.share_prefix
         self.shared_groups = 0
         """How many groups of requests shared an image prefix (``share_prefix``)."""
         self.oom_splits = 0
         """How many times a batch was split in halves after running out of memory (to log)."""
-
-    def read_options(self) -> None:
-        self.batch_size = self.int_option("batch_size", 8, minimum=1)
 
     def prepare(self) -> None:
         if self._loaded:
@@ -445,5 +454,3 @@ class HFVision(LocalTorchBackend):
             kwargs.update(do_sample=False)
         return kwargs
 
-
-BACKENDS.register(HFVision.name, HFVision)

@@ -31,10 +31,11 @@ everything of ``generation`` a backend uses (the TTS seed base) is in its finger
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import soxr
+from pydantic import Field
 
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.media import read_wav, wav_bytes
@@ -43,7 +44,7 @@ from benchc.compiler.spec.models import Generation
 
 from .base import BACKENDS, BackendSpec, MediaLoader, Request, Response
 from .devices import private_rng, to_device
-from .local_model import LocalTorchBackend, package_version, request_seed
+from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed
 
 
 def _resampler() -> str:
@@ -84,20 +85,31 @@ def _model_class(config: Any) -> tuple[Any, bool]:
     return None, False
 
 
+class ASROptions(BatchedTorchOptions):
+    max_new_tokens: int = Field(128, ge=1, description="longest transcript in tokens (at most what the model's "
+                                                       "decoder holds)")
+    language: str | None = Field(None, description="multilingual Whisper: the language spoken, e.g. en or english "
+                                                   "(default: the model detects it)")
+    task: Literal["transcribe", "translate"] | None = Field(
+        None, description="multilingual Whisper: transcribe, or translate into English (default: the model's)")
+
+
+@BACKENDS.add("hf-asr")
 class HFSpeechToText(LocalTorchBackend):
-    name = "hf-asr"
+    """Speech-to-text through transformers, from a local folder."""
+
     tasks = frozenset({"speech-to-text"})
+    target_help = "/path/to/model (a Whisper-class seq2seq or wav2vec2-class CTC model)"
+    Options = ASROptions
+    opts: ASROptions
     USAGE = "hf-asr:/path/to/whisper (a speech seq2seq model saved with save_pretrained)"
-    OPTIONS = frozenset({"batch_size", "device", "dtype", "max_new_tokens", "language", "task"})
-    WHISPER_TASKS = ("transcribe", "translate")
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.batch_size = self.int_option("batch_size", 8, minimum=1)
-        self.max_new_tokens = self.int_option("max_new_tokens", 128, minimum=1)
-        self.language = self.option("language", "") or None
-        self.whisper_task = (self.choice_option("task", "transcribe", self.WHISPER_TASKS)
-                             if "task" in self.options else None)
+        self.batch_size = self.opts.batch_size
+        self.max_new_tokens = self.opts.max_new_tokens
+        self.language = self.opts.language or None
+        self.whisper_task = self.opts.task
 
     def fingerprint(self) -> dict[str, Any]:
         return {**self.base_fingerprint(), "transformers": package_version("transformers"),
@@ -200,9 +212,12 @@ class HFSpeechToText(LocalTorchBackend):
         return kwargs
 
 
+@BACKENDS.add("hf-tts")
 class HFTextToSpeech(LocalTorchBackend):
-    name = "hf-tts"
+    """Text-to-speech through transformers, from a local folder."""
+
     tasks = frozenset({"text-to-speech"})
+    target_help = "/path/to/model (a VITS model such as MMS-TTS)"
     batch_size = 8
     USAGE = "hf-tts:/path/to/mms-tts (a VITS model saved with save_pretrained)"
     SUPPORTED = ("vits",)
@@ -244,6 +259,3 @@ class HFTextToSpeech(LocalTorchBackend):
         samples = waveform.float().cpu().numpy()
         return wav_bytes(resample(samples, self.rate, OUTPUT_RATE), OUTPUT_RATE)
 
-
-BACKENDS.register(HFSpeechToText.name, HFSpeechToText)
-BACKENDS.register(HFTextToSpeech.name, HFTextToSpeech)

@@ -10,20 +10,24 @@ device: see ``devices``), per-request sampling seeds, and the base class ``Local
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
 
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.identity import folder_digest, installed_version
 from benchc.compiler.identity import request_seed as identity_seed
 from benchc.compiler.spec.models import Generation
 
-from .base import Backend, BackendSpec, Request
-from .devices import DTYPES, device_identity, private_rng, torch_device
+from .base import Backend, BackendOptions, BackendSpec, Request
+from .devices import TorchDtype, device_identity, private_rng, torch_device
 
 __all__ = [  # device_identity, private_rng, torch_device: also read from here (runtime/clip_embed.py)
-    "LocalTorchBackend", "device_identity", "first_line", "model_digest", "model_folder", "module_available",
-    "package_version", "private_rng", "request_seed", "require_module", "torch_device",
+    "BatchedTorchOptions", "LocalTorchBackend", "LocalTorchOptions", "device_identity", "first_line",
+    "model_digest", "model_folder", "module_available", "package_version", "private_rng", "request_seed",
+    "require_module", "torch_device",
 ]
 
 
@@ -74,39 +78,58 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+DEVICE = re.compile(r"(cpu|cuda)(:[0-9]+)?")
+
+
+class LocalTorchOptions(BackendOptions):
+    """The options of every local torch backend: where it runs and in which precision."""
+
+    device: str = Field("cpu", description="torch device: cpu, cuda or cuda:N, one this machine has")
+    dtype: TorchDtype = Field("float32", description="the precision the weights are loaded and run in")
+
+    @field_validator("device")
+    @classmethod
+    def _torch_device(cls, value: str) -> str:
+        """The form only; whether this machine has the device is checked when the backend is
+        built (``torch_device``)."""
+        if not DEVICE.fullmatch(value):
+            raise ValueError("a torch device: cpu, cuda or cuda:N")
+        return value
+
+
+class BatchedTorchOptions(LocalTorchOptions):
+    """A local torch backend that runs its requests in batches of ``batch_size``."""
+
+    batch_size: int = Field(8, ge=1, description="requests per batch")
+
+
 class LocalTorchBackend(Backend):
     """A backend whose target is a local model folder run with torch: options, folder, device and
     dtype are checked when it is built; weights load in ``prepare()`` (or the first batch), so a
     fingerprint, which needs only the folder's digest, costs no load."""
 
     target_is_path = True
+    Options: ClassVar[type[BackendOptions]] = LocalTorchOptions
+    opts: LocalTorchOptions
     MARKER: ClassVar[str] = "config.json"
     USAGE: ClassVar[str] = "NAME:/path/to/model (a folder saved with save_pretrained)"
-    OPTIONS: ClassVar[frozenset[str]] = frozenset({"device", "dtype"})
-    DTYPES: ClassVar[tuple[str, ...]] = DTYPES
     NEEDS_TORCH: ClassVar[str] = "backend {name!r} needs torch"
     """The message (before the import error) when torch cannot be imported."""
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.check_options(set(self.OPTIONS))
         self.check_packages()
         self.path = model_folder(self.name, spec.target, self.MARKER, self.USAGE)
-        self.read_options()
-        self.dtype_name = self.choice_option("dtype", "float32", self.DTYPES)
+        self.dtype_name = self.opts.dtype
         self.torch = self._import_torch()
-        name = self.option("device", "cpu")
         try:
-            self.device = torch_device(self.torch, name)
+            self.device = torch_device(self.torch, self.opts.device)
         except ValueError as exc:
-            raise self.bad_option("device", name, str(exc)) from None
+            raise self.bad_option("device", self.opts.device, str(exc)) from None
         self._loaded = False
 
     def check_packages(self) -> None:
         """Fail before any request when a package the backend needs is missing (override)."""
-
-    def read_options(self) -> None:
-        """Read the backend's own options that are checked before dtype and device (override)."""
 
     def _import_torch(self) -> Any:
         try:

@@ -115,14 +115,17 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
 
 from benchc.compiler.identity import request_seed as identity_seed
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.registry import did_you_mean
 
-from .base import BACKENDS, Backend, BackendSpec, BatchFailures, MediaLoader, Request, RequestFailure, Response
+from .base import (BACKENDS, Backend, BackendOptions, BackendSpec, BatchFailures, Flag, MediaLoader, Request,
+                   RequestFailure, Response)
 
 log = logging.getLogger(__name__)
 
@@ -260,36 +263,69 @@ def _mime(kind: str, data: bytes) -> str | None:
     return None
 
 
+class OpenAIOptions(BackendOptions):
+    """The ``openai`` backend's options (the table in the module docstring). ``base_url`` and
+    ``api_key_env`` are checked when the backend is built, by messages that never echo them (a
+    URL may hold credentials, and a "variable name" may be the key itself, pasted)."""
+
+    base_url: str = Field(DEFAULT_BASE_URL, description="the server's OpenAI API root (.../v1); no user:password@ "
+                                                        "and no ?query")
+    api_key_env: str = Field("OPENAI_API_KEY", description="NAME of the environment variable holding the key "
+                                                           "(never the key itself); none for a server without keys")
+    concurrency: int = Field(8, ge=1, description="requests in flight at once")
+    rate: str | None = Field(None, description="client-side limit on request starts, retries included: N/s or "
+                                               "N/min (default unlimited)")
+    timeout: float = Field(120.0, gt=0.0, description="seconds to wait for one answer")
+    max_retries: int = Field(6, ge=0, description="retries of one request after the first try")
+    batch_size: int | None = Field(None, ge=1, description="requests per executor batch, the unit committed to the "
+                                                           "store (default 4 x concurrency)")
+    send_seed: Flag = Field(True, description="send a per-request seed (false for a server that refuses it)")
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request's field for the answer's length: max_completion_tokens for OpenAI "
+                                  "models that refuse max_tokens (o-series, gpt-5)")
+    image_detail: Literal["auto", "low", "high"] | None = Field(
+        None, description="OpenAI's image detail (it changes what the model sees) (default: not sent)")
+    check_model: Flag = Field(True, description="ask GET {base_url}/models before any request (false for a server "
+                                                "without that endpoint)")
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_rate(value)
+            except ValueError:
+                raise ValueError("a number of requests per second or minute: N/s or N/min with N > 0, "
+                                 "e.g. rate=10/s") from None
+        return value
+
+
+@BACKENDS.add("openai")
 class OpenAICompat(Backend):
-    name = "openai"
+    """Any OpenAI-compatible chat server."""
+
     tasks = frozenset({"generate"})
-    OPTIONS: ClassVar[set[str]] = {"base_url", "api_key_env", "concurrency", "rate", "timeout", "max_retries",
-                                   "batch_size", "send_seed", "max_tokens_field", "image_detail", "check_model"}
+    target_help = "MODEL (required, e.g. gpt-4o-mini)"
+    Options = OpenAIOptions
+    opts: OpenAIOptions
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
         super().__init__(spec, generation)
-        self.check_options(self.OPTIONS)
         if not spec.target:
             raise BackendError(Problem("openai: no model given",
                                        hint="openai:MODEL[,base_url=...,api_key_env=...], e.g. openai:gpt-4o-mini"))
+        opts = self.opts
         self.model = spec.target
-        self.base_url = self._base_url(self.option("base_url", DEFAULT_BASE_URL))
-        self.concurrency = self.int_option("concurrency", 8, minimum=1)
-        self.batch_size = self.int_option("batch_size", 4 * self.concurrency, minimum=1)
-        self.max_retries = self.int_option("max_retries", 6, minimum=0)
-        self.timeout = self.float_option("timeout", 120.0, lambda v: v > 0, "a number of seconds > 0")
-        self.send_seed = self.choice_option("send_seed", "true", ("true", "false")) == "true"
-        self.max_tokens_field = self.choice_option("max_tokens_field", "max_tokens",
-                                                   ("max_tokens", "max_completion_tokens"))
-        self.image_detail = self.options.get("image_detail")
-        if self.image_detail is not None:
-            self.choice_option("image_detail", self.image_detail, ("auto", "low", "high"))
-        check_model = self.choice_option("check_model", "true", ("true", "false")) == "true"
-        rate = self.options.get("rate")
-        try:
-            per_second = parse_rate(rate) if rate is not None else None
-        except ValueError:
-            raise self.bad_option("rate", rate or "", "N/s or N/min with N > 0, e.g. rate=10/s") from None
+        self.base_url = self._base_url(opts.base_url)
+        self.concurrency = opts.concurrency
+        self.batch_size = opts.batch_size if opts.batch_size is not None else 4 * self.concurrency
+        self.max_retries = opts.max_retries
+        self.timeout = opts.timeout
+        self.send_seed = opts.send_seed
+        self.max_tokens_field = opts.max_tokens_field
+        self.image_detail = opts.image_detail
+        check_model = opts.check_model
+        per_second = parse_rate(opts.rate) if opts.rate is not None else None
         self.limiter = RateLimiter(per_second)
         # Test seams: how retries wait (interruptible by the batch's stop event) and the jitter RNG.
         self.sleep: Callable[[float, threading.Event], None] = _interruptible_sleep
@@ -313,7 +349,7 @@ class OpenAICompat(Backend):
         return text.rstrip("/")
 
     def _read_key(self) -> str | None:
-        variable = self.option("api_key_env", "OPENAI_API_KEY")
+        variable = self.opts.api_key_env
         if variable.lower() == NO_KEY:
             return None
         if not ENV_NAME.fullmatch(variable):  # most likely the key itself, pasted: never echo it
@@ -629,7 +665,7 @@ class OpenAICompat(Backend):
             400: "the server refused the request's parameters or input: if it names seed, try send_seed=false; "
                  "max_tokens, try max_tokens_field=max_completion_tokens; images, the model may not take them",
             401: f"the server refused the API key: check the variable named by api_key_env "
-                 f"({self.option('api_key_env', 'OPENAI_API_KEY')})",
+                 f"({self.opts.api_key_env})",
             403: "the key may not use this model or endpoint",
             404: f"no such model or endpoint: check the model name and base_url ({self.base_url})",
         }
@@ -643,5 +679,3 @@ def _interruptible_sleep(seconds: float, stop: threading.Event) -> None:
     if stop.wait(seconds):
         raise _Cancelled()
 
-
-BACKENDS.register(OpenAICompat.name, OpenAICompat)

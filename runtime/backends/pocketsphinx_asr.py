@@ -39,15 +39,18 @@ from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
 RATE = 16_000
 
 
+@BACKENDS.add("pocketsphinx")
 class PocketSphinx(Backend):
-    name = "pocketsphinx"
+    """Speech-to-text with pocketsphinx's bundled US-English model.
+
+    Stateless: every clip starts from a fresh front end (see the module docstring). No options."""
+
     tasks = frozenset({"speech-to-text"})
     batch_size = 4
     process_parallel = True
 
     def __init__(self, spec: BackendSpec, generation: Any) -> None:
         super().__init__(spec, generation)
-        self.check_options(set())
         try:
             import pocketsphinx
         except ImportError:
@@ -89,5 +92,3 @@ class PocketSphinx(Backend):
         hyp = decoder.hyp()
         return hyp.hypstr if hyp is not None else ""
 
-
-BACKENDS.register(PocketSphinx.name, PocketSphinx)

@@ -24,18 +24,19 @@ they are tested without vllm.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Literal
+
+from pydantic import Field
 
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
-from .base import BACKENDS, Backend, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response
 from .devices import device_identity
 from .local_model import first_line, model_digest, model_folder, package_version, request_seed, require_module
 from .media import decode_image
 
 INSTALL_HINT = "pip install vllm (needs a CUDA GPU; pick the release built for your torch)"
-DTYPES = ("auto", "float16", "bfloat16", "float32")
 
 
 def sampling_kwargs(generation: Generation, request: Request) -> dict[str, Any]:
@@ -77,26 +78,38 @@ def engine_input(prompt: str, images: list[Any]) -> dict[str, Any]:
     return {"prompt": prompt, "multi_modal_data": {"image": images[0] if len(images) == 1 else list(images)}}
 
 
+class VLLMOptions(BackendOptions):
+    batch_size: int = Field(32, ge=1, description="requests per LLM.generate call (the engine schedules them itself)")
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
+        "auto", description="the precision vLLM loads the weights in (auto: the model's)")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per model")
+    max_model_len: int | None = Field(None, ge=1, description="longest prompt and answer in tokens "
+                                                              "(default: the model's)")
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0, description="fraction of GPU memory")
+    max_images: int = Field(4, ge=0, description="images per prompt")
+
+
+@BACKENDS.add("vllm")
 class VLLMEngine(Backend):
-    name = "vllm"
+    """Image-text-to-text and text models through vLLM's offline engine."""
+
     tasks = frozenset({"generate"})
+    target_help = "/path/to/model (a folder saved with save_pretrained; needs vllm and a CUDA GPU)"
     target_is_path = True
-    OPTIONS: ClassVar[frozenset[str]] = frozenset({"batch_size", "dtype", "tensor_parallel_size", "max_model_len",
-                                                   "gpu_memory_utilization", "max_images"})
+    Options = VLLMOptions
+    opts: VLLMOptions
 
     def __init__(self, spec: BackendSpec, generation: Generation) -> None:
         super().__init__(spec, generation)
-        self.check_options(set(self.OPTIONS))
         require_module(self.name, "vllm", INSTALL_HINT)
         self.path: Path = model_folder(self.name, spec.target, "config.json",
                                        "vllm:/path/to/model (a folder saved with save_pretrained)")
-        self.batch_size = self.int_option("batch_size", 32, minimum=1)
-        self.dtype_name = self.choice_option("dtype", "auto", DTYPES)
-        self.tensor_parallel = self.int_option("tensor_parallel_size", 1, minimum=1)
-        self.max_model_len = self.int_option("max_model_len", 0, minimum=1) or None
-        self.max_images = self.int_option("max_images", 4, minimum=0)
-        self.memory = self.float_option("gpu_memory_utilization", 0.9, lambda v: 0.0 < v <= 1.0,
-                                        "a fraction in (0, 1]")
+        self.batch_size = self.opts.batch_size
+        self.dtype_name = self.opts.dtype
+        self.tensor_parallel = self.opts.tensor_parallel_size
+        self.max_model_len = self.opts.max_model_len
+        self.max_images = self.opts.max_images
+        self.memory = self.opts.gpu_memory_utilization
         self.llm: Any = None
 
     def fingerprint(self) -> dict[str, Any]:
@@ -165,5 +178,3 @@ class VLLMEngine(Backend):
         images = [decode_image(load_media("image", s), s, backend=self.name) for s in shas]
         return engine_input(render_prompt(self.renderer, request, len(images)), images)
 
-
-BACKENDS.register(VLLMEngine.name, VLLMEngine)

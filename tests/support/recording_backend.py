@@ -30,8 +30,8 @@ LOG_ENV, DELAY_ENV = "BENCHC_RECORD_LOG", "BENCHC_RECORD_DELAY"
 MARK = b"SPOKEN:"
 
 
+@BACKENDS.add("recording")
 class Recording(Backend):
-    name = "recording"
     tasks = frozenset({"text-to-speech", "speech-to-text"})
     batch_size = 2
     process_parallel = True
@@ -65,5 +65,3 @@ def _record(line: str) -> None:
         finally:
             os.close(fd)
 
-
-BACKENDS.register(Recording.name, Recording)

@@ -22,10 +22,11 @@ class SuffixEcho(Backend):
     tasks = frozenset({"generate"})
     batch_size = 4
     Options = SuffixOptions
+    opts: SuffixOptions
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "suffix": self.option("suffix", "")}
+        return {"backend": self.name, "suffix": self.opts.suffix}
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        suffix = self.option("suffix", "")
+        suffix = self.opts.suffix
         return [Response("text", text=f"{r.prompt} {suffix}".strip()) for r in requests]
