@@ -7,43 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-from pydantic import Field
 
 from benchc import api
 from benchc.compiler.spec.models import Answer
 from benchc.runtime.answers import extract, is_correct
-from benchc.runtime.backends import BACKENDS, Backend, Request, Response
-from benchc.runtime.backends.base import BackendOptions, MediaLoader
 from conftest import SPECS
 
-CANNED = {"idk": "I do not know.", "yes": "Yes, there is.", "no": "No.", "hedge": "yes and no"}
-
-
-class ConstantOptions(BackendOptions):
-    answer: Literal["idk", "yes", "no", "hedge"] = Field("idk", description="which canned text to answer with")
-
-
-class Constant(Backend):
-    """Answers every prompt with one canned text (``answer=idk|yes|no|hedge``)."""
-
-    name = "test-constant"
-    tasks = frozenset({"generate"})
-    batch_size = 8
-    Options = ConstantOptions
-    opts: ConstantOptions
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "answer": self.opts.answer}
-
-    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        return [Response("text", text=CANNED[self.opts.answer]) for _ in requests]
-
-
-if Constant.name not in BACKENDS:
-    BACKENDS.register(Constant.name, Constant)
 
 
 # --- extraction -----------------------------------------------------------------------------

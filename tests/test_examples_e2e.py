@@ -15,9 +15,9 @@ import pytest
 from pydantic import Field
 
 from benchc import api
-from benchc.runtime.backends import BACKENDS, Backend, Request, Response
-from benchc.runtime.backends.base import BackendOptions, MediaLoader
+from benchc.runtime.backends.base import BackendOptions
 from conftest import SPECS
+from support.rule_backends import rule_backend
 
 EXAMPLES = SPECS / "examples"
 FACTS = {"capital of france": "Paris.", "spider": "8", "banana": "Yellow", "closest to the sun": "Mercury",
@@ -37,26 +37,9 @@ class RulesOptions(BackendOptions):
     rules: Literal["yes", "b", "paraphrase"] = Field("yes", description="which rule answers")
 
 
-class Rules(Backend):
-    """A rule-based model: ``rules=yes`` always says "Yes.", ``rules=b`` always picks option B,
-    ``rules=paraphrase`` knows the paraphrase example's facts."""
-
-    name = "test-rules"
-    tasks = frozenset({"generate"})
-    batch_size = 8
-    Options = RulesOptions
-    opts: RulesOptions
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "rules": self.opts.rules}
-
-    def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        rule = RULES[self.opts.rules]
-        return [Response("text", text=rule(r.prompt)) for r in requests]
-
-
-if Rules.name not in BACKENDS:
-    BACKENDS.register(Rules.name, Rules)
+Rules = rule_backend("test-rules", RulesOptions, lambda opts, prompt: RULES[opts.rules](prompt))
+"""A rule-based model: ``rules=yes`` always says "Yes.", ``rules=b`` always picks option B,
+``rules=paraphrase`` knows the paraphrase example's facts."""
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from benchc import api
 from benchc.cli import main
 from conftest import SPECS
-from support import suffix_echo  # noqa: F401  (registers the test-echo backend)
+from support import rule_backends  # noqa: F401  (registers the test-echo backend)
 
 QR = SPECS / "mm_r3" / "question_rephrasing.toml"
 
