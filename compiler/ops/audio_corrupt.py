@@ -293,8 +293,6 @@ class AudioCorrupt(Op):
     version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params
     input_kind = "audio"
-    output_kind = "audio"
-    default_input = "audio"
     libraries = ("audiomentations", "fast-mp3-augment", "librosa", "numpy", "numpy-minmax",
                  "numpy-rms", "python-stretch", "scipy", "soxr")
 

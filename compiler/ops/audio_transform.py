@@ -135,8 +135,6 @@ class AudioOp(Op):
     """Shared settings of the audio transforms (not registered)."""
 
     input_kind = "audio"
-    output_kind = "audio"
-    default_input = "audio"
     reads_record = False
 
 

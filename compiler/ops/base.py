@@ -70,7 +70,10 @@ class Op(ABC):
     input_kind: ClassVar[Kind | None]
     """Kind of the upstream value, or None when the op reads only the record."""
     output_kind: ClassVar[Kind]
+    """Kind of the op's output; by default its input's kind."""
     default_input: ClassVar[str]
+    """The node input when a spec names none: by default the record media of the input's kind
+    (``"image"``), or ``"record"`` for an op that reads only the record."""
     libraries: ClassVar[tuple[str, ...]] = ()
     """Distributions whose versions shape the output; recorded in the lock and in node keys."""
     reads_record: ClassVar[bool] = True
@@ -79,6 +82,14 @@ class Op(ABC):
     new key, or the cache would serve the output made from the old one."""
     model_backed: ClassVar[bool] = False
     """True for ops that ask a model at compile time (subclasses of ``ModelOp``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("input_kind", getattr(cls, "input_kind", None))
+        if "output_kind" not in cls.__dict__ and kind is not None and not hasattr(cls, "output_kind"):
+            cls.output_kind = kind
+        if "default_input" not in cls.__dict__ and not hasattr(cls, "default_input") and "input_kind" in vars(cls):
+            cls.default_input = kind or "record"
 
     def environment(self, params: Any = None) -> dict[str, str]:
         """What outside the params shapes the output under ``params``: the versions of

@@ -98,8 +98,6 @@ class Corrupt(Op):
     version = "1.1.0"  # 1.1: corruption = "clean"
     Params = Params
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("imagecorruptions", "albumentations", "albucore", OPENCV, "scikit-image", "scipy", "numpy",
                  "pillow")
 
@@ -133,8 +131,6 @@ class ImageNetC(Op):
     version = "1.0.0"
     Params = ImageNetCParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("imagecorruptions", OPENCV, "scikit-image", "scipy", "numpy", "pillow")
 
     def apply(self, value: Value | None, params: ImageNetCParams, ctx: OpContext) -> OpOutput:

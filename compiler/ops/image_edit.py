@@ -181,8 +181,6 @@ class RemoveObject(Op):
     version = "1.0.0"
     Params = RemoveParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = (*CV2, "numpy", "pillow")
 
     def apply(self, value: Value | None, params: RemoveParams, ctx: OpContext) -> OpOutput:
@@ -231,8 +229,6 @@ class RecolorObject(Op):
     version = "1.0.0"
     Params = RecolorParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = (*CV2, "numpy", "pillow")
 
     def apply(self, value: Value | None, params: RecolorParams, ctx: OpContext) -> OpOutput:
@@ -301,8 +297,6 @@ class Compose(Op):
     version = "1.0.0"
     Params = ComposeParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("pillow",)
 
     def apply(self, value: Value | None, params: ComposeParams, ctx: OpContext) -> OpOutput:
@@ -403,8 +397,6 @@ class ObjectRemoved(Op):
     version = "1.0.0"
     Params = RemovedParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = (*CV2, "numpy", "pillow", *MODELS)
 
     def environment(self, params: RemovedParams | None = None) -> dict[str, str]:
@@ -478,8 +470,6 @@ class SceneKept(Op):
     version = "1.0.0"
     Params = KeptParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("numpy", "pillow", *MODELS)
 
     def environment(self, params: KeptParams | None = None) -> dict[str, str]:

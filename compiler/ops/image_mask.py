@@ -43,8 +43,6 @@ class MaskObject(Op):
     version = "1.0.0"
     Params = Params
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("pillow",)
 
     def apply(self, value: Value | None, params: MaskObjectParams, ctx: OpContext) -> OpOutput:

@@ -47,8 +47,6 @@ class Grayscale(Op):
     version = "1.0.0"
     Params = GrayscaleParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("pillow",)
 
     def apply(self, value: Value | None, params: GrayscaleParams, ctx: OpContext) -> OpOutput:
@@ -73,8 +71,6 @@ class Resize(Op):
     version = "1.0.0"
     Params = ResizeParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("pillow",)
 
     def apply(self, value: Value | None, params: ResizeParams, ctx: OpContext) -> OpOutput:
@@ -109,8 +105,6 @@ class StyleTransfer(Op):
     version = "1.0.0"
     Params = StyleTransferParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     libraries = ("torch", "numpy", "pillow")
 
     def apply(self, value: Value | None, params: StyleTransferParams, ctx: OpContext) -> OpOutput:

@@ -104,8 +104,6 @@ class _ImageOp(Op):
 
     version = "1.0.0"
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
     reads_record = False
     libraries: ClassVar[tuple[str, ...]] = ("pillow",)
 

@@ -79,7 +79,6 @@ class TextToSpeech(Op):
     Params = Params
     input_kind = "text"
     output_kind = "audio"
-    default_input = "text"
     libraries = ("numpy", "soxr")
 
     def environment(self, params: SpeechParams | None = None) -> dict[str, str]:

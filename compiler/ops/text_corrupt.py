@@ -441,8 +441,6 @@ class Corrupt(Op):
     version = "1.0.0"
     Params = Params
     input_kind = "text"
-    output_kind = "text"
-    default_input = "text"
     libraries = ("nlpaug", "textattack", "nltk", "wn", "pocketsphinx")
 
     def apply(self, value: Value | None, params: TextCorruptParams, ctx: OpContext) -> OpOutput:

@@ -96,8 +96,6 @@ class Translate(ModelOp):
     version = "1.0.0"
     Params = TranslateParams
     input_kind = "text"
-    output_kind = "text"
-    default_input = "text"
     reads_record = False
 
     def prompts(self, value: Value | None, params: TranslateParams, ctx: OpContext) -> list[ModelPrompt]:
@@ -137,8 +135,6 @@ class Paraphrase(ModelOp):
     version = "1.0.0"
     Params = ParaphraseParams
     input_kind = "text"
-    output_kind = "text"
-    default_input = "text"
     reads_record = False
 
     def prompts(self, value: Value | None, params: ParaphraseParams, ctx: OpContext) -> list[ModelPrompt]:
@@ -182,7 +178,6 @@ class RephraseLLM(ModelOp):
     Params = RephraseLLMParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def prompts(self, value: Value | None, params: RephraseLLMParams, ctx: OpContext) -> list[ModelPrompt]:
         question = str(_record_field(ctx, params.question_field, "params.question_field")).strip()
@@ -227,7 +222,6 @@ class YesNoQuestion(ModelOp):
     Params = YesNoParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def _parts(self, params: YesNoParams, ctx: OpContext) -> dict[str, str]:
         parts = {"subject": _record_field(ctx, params.subject_field, "params.subject_field"),
@@ -287,8 +281,6 @@ class Generate(ModelOp):
     version = "1.0.0"
     Params = GenerateParams
     input_kind = "text"
-    output_kind = "text"
-    default_input = "text"
 
     def prompts(self, value: Value | None, params: GenerateParams, ctx: OpContext) -> list[ModelPrompt]:
         text = render_prompt(params.template, {"text": _text(value), "record": ctx.record.fields})

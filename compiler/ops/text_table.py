@@ -31,7 +31,6 @@ class ReleasedText(Op):
     Params = Params
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def apply(self, value: Value | None, params: ReleasedTextParams, ctx: OpContext) -> OpOutput:
         try:
@@ -56,7 +55,6 @@ class FieldText(Op):
     Params = FieldParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def apply(self, value: Value | None, params: FieldParams, ctx: OpContext) -> OpOutput:
         text = required_field(ctx, params.field, "params.field")
@@ -81,7 +79,6 @@ class LiteralText(Op):
     Params = LiteralParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def apply(self, value: Value | None, params: LiteralParams, ctx: OpContext) -> OpOutput:
         return OpOutput(Value("text", text=params.text))

@@ -60,8 +60,6 @@ class VLMCheck(ModelOp):
     version = "1.0.0"
     Params = VLMCheckParams
     input_kind = "image"
-    output_kind = "image"
-    default_input = "image"
 
     def prompts(self, value: Value | None, params: VLMCheckParams, ctx: OpContext) -> list[ModelPrompt]:
         assert value is not None and value.media is not None
