@@ -116,7 +116,7 @@ def _select_problems(loaded: Any) -> list[Problem]:
     if select is None:
         return []
     problems = []
-    for index, backend in enumerate(select.models):
+    for index, backend in enumerate(getattr(select, "models", [])):  # kind = "text" asks no model
         name, key = backend.partition(":")[0].strip(), f"select.models[{index}]"
         if name not in BACKENDS:
             problems.append(loaded.unknown(BACKENDS, name, key))
@@ -477,3 +477,36 @@ def plan(manifest_dir: Path | str, *, model: str | None = None, cache_dir: Path 
 
 __all__ = ["validate", "compile", "run", "score", "report", "evaluate", "preview", "read_manifest",
            "import_answers", "export_lm_eval", "BenchcError"]
+
+
+def export(manifest_dir: Path | str, out_dir: Path | str, fmt: str, *, cache_dir: Path | str = DEFAULT_CACHE,
+           target: str | None = None, media: str = "files") -> Any:
+    """A manifest as fine-tuning conversations (``runtime/export.py``): ``ExportResult``."""
+    from .compiler.cas import ContentStore
+    from .runtime.export import check_export_format, export as export_manifest
+
+    check_export_format(fmt)  # before anything is read: a typo is one line
+    store = ContentStore(Path(cache_dir))
+    try:
+        return export_manifest(Path(manifest_dir), Path(out_dir), fmt, store, target=target, media=media)
+    finally:
+        store.close()
+
+
+def check_disjoint(train_dir: Path | str, eval_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
+                   max_distance: int = 10) -> Any:
+    """What two manifests share (``compiler/disjoint.py``): record ids, media and, for images whose
+    pixels are in the compile cache, near duplicates at most ``max_distance`` dHash bits apart
+    (negative: not checked). Returns an ``Overlap``."""
+    from .compiler.cas import ContentStore
+    from .compiler.disjoint import footprint_of_manifest, overlap, with_near_duplicates
+
+    mine, other = footprint_of_manifest(Path(train_dir)), footprint_of_manifest(Path(eval_dir))
+    found = overlap(mine, other)
+    if max_distance < 0:
+        return found
+    store = ContentStore(Path(cache_dir))
+    try:
+        return with_near_duplicates(found, mine, other, store, max_distance)
+    finally:
+        store.close()

@@ -157,8 +157,9 @@ def compile_(spec: SpecArg,
                f"manifest {lock['manifest_digest'][:16]}{' (unchanged)' if result.memo_hit else ''} -> {out}")
     if "select" in lock:
         chosen = lock["select"]
-        typer.echo(f"select: kept {chosen['kept']} of {chosen['candidates']} candidate records, least consistent "
-                   f"under {len(chosen['models'])} model(s) and {chosen['probes']} probes")
+        how = (f"hardest text under {chosen['probes']} probes" if chosen.get("kind") == "text" else
+               f"least consistent under {len(chosen['models'])} model(s) and {chosen['probes']} probes")
+        typer.echo(f"select: kept {chosen['kept']} of {chosen['candidates']} candidate records, {how}")
     if result.model_prompts:
         requests, calls = result.model_requests or 0, result.model_calls or 0
         typer.echo(f"model steps: {result.model_prompts} prompts, {requests} distinct requests: {calls} "
@@ -513,9 +514,9 @@ INTERRUPTED = "interrupted: finished work is saved; rerun the same command to re
 
 def _register_command_modules() -> None:
     """Command families that live in their own modules (each has ``register(app)``)."""
-    from . import cli_diff, cli_reports
+    from . import cli_diff, cli_reports, cli_training
 
-    for module in (cli_diff, cli_reports):
+    for module in (cli_diff, cli_reports, cli_training):
         module.register(app)
 
 

@@ -49,7 +49,7 @@ From Python (tests)::
 
     from benchc.rule_server import serve
     server, thread = serve({"default": "no", "rule": [{"pattern": "cat", "answer": "yes"}]})
-    ...  # server.url is "http://127.0.0.1:PORT/v1"
+    ...  # server.url is "http://127.0.0.1:PORT/v1"; server.completions counts the answers sent
     server.stop()
 """
 
@@ -285,6 +285,9 @@ class RuleServer(ThreadingHTTPServer):
     def __init__(self, rules: Rules, port: int = 0, verbose: bool = False) -> None:
         self.rules = rules
         self.verbose = verbose
+        self.completions = 0
+        """Chat completions answered so far (tests count what a cache spared)."""
+        self._count = threading.Lock()
         self._thread: threading.Thread | None = None
         super().__init__((HOST, port), _Handler)
 
@@ -353,7 +356,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_json()
             if path != "/v1/chat/completions":
                 raise BadRequest(404, f"no such endpoint: POST {path or '/'}", code="not_found")
-            self._send(200, completion(body, self.server.rules))
+            answer = completion(body, self.server.rules)
+            with self.server._count:
+                self.server.completions += 1
+            self._send(200, answer)
         except BadRequest as error:
             self._fail(error)
 

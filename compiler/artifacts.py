@@ -13,7 +13,7 @@ a test checks they are current).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,54 @@ class SelectLock(Artifact):
     scores: list[SelectScore]
 
 
+class TextSelectScore(Artifact):
+    """One candidate of ``[select]`` kind ``text``: its raw measures, their normalised scores,
+    the weighted total, and whether it was kept (and shortlisted, with ``first_keep``)."""
+
+    record: str
+    inconsistency: float = Field(description="1 - mean cosine similarity of the text to its probes")
+    readability_grade: float = Field(description="textstat's grade of the text (raw)")
+    parse_depth: int = Field(description="deepest dependency path, root = 1 (raw)")
+    description_words: int = Field(description="nouns + verbs + adjectives (raw)")
+    readability: float = Field(description="the grade, min-max normalised over the candidates")
+    syntax: float = Field(description="the depth, min-max normalised")
+    description: float = Field(description="the word count, min-max normalised")
+    total: float = Field(description="the weighted sum the ranking uses")
+    shortlisted: bool | None = Field(default=None, description="in the first_keep stage (absent without it)")
+    kept: bool
+
+
+class TextSelectLock(Artifact):
+    """What ``[select]`` kind ``text`` used (embedder, text libraries, weights) and every
+    candidate's scores."""
+
+    kind: Literal["text"]
+    embedder: dict[str, Any]
+    readability: str = Field(description="the textstat measure")
+    libraries: dict[str, str]
+    weights: dict[str, float]
+    candidates: int
+    probes: int
+    first_keep: int | None
+    kept: int
+    unscored: list[str]
+    scores: list[TextSelectScore] = Field(description="highest total first (ties by record id)")
+
+
+class SplitLock(Artifact):
+    """How ``[split]`` assigned the records (``compiler/split.py``) and how many went where."""
+
+    key: str | list[str] | None = Field(description="the record field path(s) hashed; null: the record id")
+    seed: int
+    fractions: dict[str, float]
+    keep: list[str] = Field(description="the splits this manifest holds")
+    attribute: str = Field(description="the item attribute holding the split's name")
+    seed_recipe: int = Field(description="SEED_RECIPE_VERSION of the hash")
+    recipe: str = Field(description="how a record's split follows from its key")
+    records: dict[str, int] = Field(description="records (after the filters) of each split, kept or not")
+    kept: int = Field(description="records of the kept splits")
+
+
 class Lock(Artifact):
     """``lock.json``: what a compile made and from what (see the README's *Determinism and
     hashing*). ``manifest_digest`` hashes the items' canonical rows."""
@@ -94,7 +142,9 @@ class Lock(Artifact):
                                           "its generation settings and fingerprint (lock v3)")
     item_count: int
     manifest_digest: str
-    select: SelectLock | None = Field(default=None, description="present only for specs with [select]")
+    select: SelectLock | TextSelectLock | None = Field(default=None,
+                                                       description="present only for specs with [select]")
+    split: SplitLock | None = Field(default=None, description="present only for specs with [split] fractions")
 
 
 # an item row ----------------------------------------------------------------------------------

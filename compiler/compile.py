@@ -11,6 +11,7 @@ the fingerprints enter the memo key and the lock (``model_steps``).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -21,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .artifacts import ItemRow, Lock, LockBenchmark, LockSource, LockSourceFile, SelectLock
+from .artifacts import ItemRow, Lock, LockBenchmark, LockSource, LockSourceFile, SelectLock, SplitLock, TextSelectLock
 from .atomic import make_staging_dir, remove_stale_staging, replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, SEED_RECIPE_VERSION, canonical_json, digest
 from ..defaults import DEFAULT_CACHE
 from .cas import ContentStore
+from .disjoint import Footprint, footprint_of_records, refuse_overlap
+from .disjoint_from import guards as disjoint_guards
 from .errors import BenchcError, Problem, SpecError, SourceError
 from .expand import Progress, Variant, expand
 from .ops.base import library_versions
@@ -35,9 +38,11 @@ from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, Manifest, Manifest
 from .metric_attrs import check_metric_attrs
 from .metrics import is_template
 from .registry import did_you_mean
-from . import select_hard
+from . import selection as selection_kinds
+from . import settings as run_settings
 from .resolve import Resolved, ResolvedNode, resolve
 from .select import apply_filters_counted, sample, stratum_sizes
+from .split import apply_split
 from .sources import LoadedSource, SourceContext
 from .spec.models import Stage
 from .spec.parse import LoadedSpec, load_spec
@@ -97,17 +102,20 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     resolved = resolve(loaded)
     models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
     model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
-    select_pins = select_hard.pin(resolved.select, models) if resolved.select is not None else None
+    select_pins = selection_kinds.pin(resolved.select, models) if resolved.select is not None else None
     store = ContentStore(Path(options.cache_dir))
     remove_stale_staging(store.root / "compiled")  # ... and in the memo
     try:
         source = load_source(resolved, loaded, store, options)
-        memo_key = _memo_key(resolved, source, model_pins, select_pins)
+        guards = disjoint_guards(loaded, options, store)
+        memo_key = _memo_key(resolved, source, model_pins, select_pins, guards)
         memo_dir = store.root / "compiled" / memo_key
         hit = _memo_hit(memo_dir, Path(out_dir)) if options.use_memo else None
         if hit is not None:
             return CompileResult(Path(out_dir), hit.lock, True, 0)
         rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins, select_pins)
+        if guards:
+            refuse_overlap(loaded, _footprint(loaded, source, rows), guards)
         spec_json = spec_document(resolved)
         write_manifest(Path(out_dir), rows, lock, spec_json)
         write_manifest(memo_dir, rows, lock, spec_json, replace=False)
@@ -141,6 +149,8 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
         node_doc["params"] = _with_defaults(node, node_doc["params"])
     if doc.get("answer") is None:  # absent, not null: specs without one keep their digests
         doc.pop("answer", None)
+    if doc.get("split") is None:  # absent, not null: specs without one keep their digests
+        doc.pop("split", None)
     if resolved.select is None:  # absent, not null: specs without one keep their digests
         del doc["select"]
     else:
@@ -227,8 +237,10 @@ def _library_versions(resolved: Resolved) -> dict[str, str]:
 
 
 def _memo_key(resolved: Resolved, source: LoadedSource, model_pins: dict[str, Any],
-              select_pins: dict[str, Any] | None) -> str:
-    selection = {} if select_pins is None else {"select": select_pins}  # absent: earlier keys hold
+              select_pins: dict[str, Any] | None, guards: list[Footprint] | None = None) -> str:
+    selection: dict[str, Any] = {} if select_pins is None else {"select": select_pins}  # absent: earlier keys hold
+    if guards:  # a memo holds no overlap with the evaluation sets it was checked against
+        selection["disjoint_from"] = [g.digest() for g in guards]
     return digest({"kind": "compile-memo", "spec": spec_document(resolved),
                    "source": source_digest(source), "skipped": len(source.skipped),
                    "ops": _op_versions(resolved), "libraries": _library_versions(resolved),
@@ -247,6 +259,11 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
     filtered, after_filters = apply_filters_counted(loaded, source.records)
     counts = _Counts(loaded, len(source.records), len(source.skipped), after_filters)
     counts.refuse_if_empty(len(filtered))
+    split = apply_split(loaded, filtered)
+    if split is not None:
+        filtered = split.kept
+        counts.split = len(filtered)
+        counts.refuse_if_empty(len(filtered), "split")
     records = sample(loaded, filtered)
     _check_sample(loaded, filtered, records)
     counts.sampled = len(records)
@@ -255,7 +272,7 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
                 options)
     selection = None
     if resolved.select is not None:
-        selection = select_hard.select_hard(resolved.select, records, seed, store, options.workers, models)
+        selection = selection_kinds.run(resolved.select, records, seed, store, options.workers, models)
         records = selection.kept
         counts.selected = len(records)
         counts.refuse_if_empty(len(records), "select")
@@ -265,17 +282,21 @@ def _build(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, store: 
         finals = [v for node in resolved.sinks for v in expansion.by_node[node.id]]
         counts.refuse_if_empty(len(finals), "node", expansion.dropped)
         known = _attribute_names([v.record.attrs for v in finals] + [v.attrs for v in finals])
-        rows = [_item_row(resolved, v.record, v, known) for v in finals]
+        known |= run_settings.names(resolved.generation)
+        rows = [_item_row(resolved, v.record, v, known, s) for v in finals
+                for s in run_settings.settings_for(resolved.generation, seed, v.record.id, v.path)]
     else:
-        known = _attribute_names([r.attrs for r in records])
-        rows = [_item_row(resolved, r, None, known) for r in records]
+        known = _attribute_names([r.attrs for r in records]) | run_settings.names(resolved.generation)
+        rows = [_item_row(resolved, r, None, known, s) for r in records
+                for s in run_settings.settings_for(resolved.generation, seed, r.id, "")]
     rows.sort(key=lambda row: row["item_id"])
     check_metric_attrs(resolved, rows)
     chosen = None
     if selection is not None:
         assert select_pins is not None  # pinned with resolved.select
-        chosen = SelectLock.model_validate(selection.lock(select_pins))
-    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins, chosen)
+        chosen = selection.locked(select_pins)
+    split_lock = split.lock(loaded.spec.split) if split is not None and loaded.spec.split is not None else None
+    lock = _lock(resolved, loaded, source, records, rows, expansion.dropped, model_pins, chosen, split_lock)
     return rows, lock.to_json(), expansion.ops_run + (selection.ops_run if selection is not None else 0)
 
 
@@ -288,6 +309,7 @@ class _Counts:
     records: int
     skipped_rows: int
     after_filters: list[int]
+    split: int | None = None
     sampled: int | None = None
     selected: int | None = None
 
@@ -298,6 +320,8 @@ class _Counts:
         skipped = f" ({self.skipped_rows} malformed row(s) skipped)" if self.skipped_rows else ""
         steps = [f"{self.records} record(s) loaded{skipped}"]
         steps += [f"{n} after filter[{i}]" for i, n in enumerate(self.after_filters)]
+        if self.split is not None:
+            steps.append(f"{self.split} in the kept splits")
         if self.sampled is not None:
             steps.append(f"{self.sampled} after [sample]")
         if self.selected is not None:
@@ -319,6 +343,8 @@ class _Counts:
             return f"filter[{first}]", "this filter removes every record left: check its field and values"
         if step == "select":
             return "select", "no candidate record was kept: check [select] and its probe"
+        if step == "split":
+            return "split.keep", "no record falls in the kept splits: check [split] keep, fractions and key"
         return "node", "every variant was dropped: check the nodes' validators and inputs"
 
 
@@ -361,9 +387,10 @@ class ScaleEstimate:
     Items: records x the variants per record of each sink node, summed over the sinks, where a
     node's variants per record are its input node's (1 for a record input) x its grid points (the
     product of its grid sizes; ``choice`` draws add none) x ``repeat``; without nodes, the
-    records. Output bytes: every node's outputs (intermediate nodes' too: all go to the compile
-    cache), each at BYTES_PER_OUTPUT of the node's output kind (text ~1 KB, image ~100 KB, audio
-    ~200 KB); without nodes, ~1 KB per item. Both are upper bounds: validators may drop variants."""
+    records; either times the grid points of ``[generation]``'s sweeps. Output bytes: every
+    node's outputs (intermediate nodes' too: all go to the compile cache), each at
+    BYTES_PER_OUTPUT of the node's output kind (text ~1 KB, image ~100 KB, audio ~200 KB);
+    without nodes, ~1 KB per item. Both are upper bounds: validators may drop variants."""
 
     records: int
     items: int
@@ -382,9 +409,10 @@ def estimate_scale(resolved: Resolved, records: int) -> ScaleEstimate:
         points = math.prod(len(values) for values in node.sweep.grid.values())
         per_record[node.id] = per_record.get(node.input, 1) * points * node.repeat
         output_bytes += records * per_record[node.id] * BYTES_PER_OUTPUT.get(node.op.output_kind, 1_000)
+    settings = run_settings.points(resolved.generation)  # each variant once per swept setting
     if not resolved.sinks:
-        return ScaleEstimate(records, records, records * BYTES_PER_OUTPUT["text"])
-    return ScaleEstimate(records, records * sum(per_record[n.id] for n in resolved.sinks), output_bytes)
+        return ScaleEstimate(records, records * settings, records * settings * BYTES_PER_OUTPUT["text"])
+    return ScaleEstimate(records, records * settings * sum(per_record[n.id] for n in resolved.sinks), output_bytes)
 
 
 def check_scale(resolved: Resolved, records: int, options: CompileOptions) -> ScaleEstimate:
@@ -442,10 +470,13 @@ def _attribute_names(attr_dicts: list[dict[str, Any]]) -> frozenset[str]:
 
 
 def _item_row(resolved: Resolved, record: Record, variant: Variant | None,
-              known_attrs: frozenset[str] = frozenset()) -> dict[str, Any]:
+              known_attrs: frozenset[str] = frozenset(), setting: run_settings.Setting | None = None
+              ) -> dict[str, Any]:
     value = variant.value if variant else None
-    attrs = {**record.attrs, **(variant.attrs if variant else {})}
-    item_id = f"{record.id}#{variant.path}" if variant else record.id
+    path = setting.path(variant.path if variant else "") if setting else (variant.path if variant else "")
+    item_id = f"{record.id}#{path}" if path else record.id
+    attrs = run_settings.with_setting(resolved.loaded, {**record.attrs, **(variant.attrs if variant else {})},
+                                      setting, item_id)
     context: dict[str, Any] = {"record": record.fields, "attrs": attrs, "item_id": item_id,
                                "record_id": record.id}
     if value is not None and value.kind == "text":
@@ -523,9 +554,12 @@ def _targets(resolved: Resolved, record: Record, context: dict[str, Any]) -> dic
 
 def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records: list[Record],
           rows: list[dict[str, Any]], dropped: dict[str, dict[str, int]],
-          model_pins: dict[str, Any], select: SelectLock | None = None) -> Lock:
+          model_pins: dict[str, Any], select: SelectLock | TextSelectLock | None = None,
+          split: SplitLock | None = None) -> Lock:
     spec = loaded.spec
-    chosen = {} if select is None else {"select": select}  # absent, not null, without [select]
+    chosen: dict[str, Any] = {} if select is None else {"select": select}  # absent, not null, without [select]
+    if split is not None:
+        chosen["split"] = split
     return Lock(
         lock_version=LOCK_VERSION,
         manifest_schema=MANIFEST_SCHEMA_VERSION,
@@ -548,6 +582,15 @@ def _lock(resolved: Resolved, loaded: LoadedSpec, source: LoadedSource, records:
         manifest_digest=manifest_digest(rows),
         **chosen,
     )
+
+
+def _footprint(loaded: LoadedSpec, source: LoadedSource, rows: list[dict[str, Any]]) -> Footprint:
+    """What this compile's items were made from: their records (with the records' own media) and
+    the items' media."""
+    by_id = {r.id: r for r in source.records}
+    records = [by_id[i] for i in sorted({row["record_id"] for row in rows}) if i in by_id]
+    media = [(m["sha256"], m["kind"], row["record_id"]) for row in rows for m in json.loads(row["media"])]
+    return footprint_of_records(str(loaded.path), records, media)
 
 
 def _copy_dir(src: Path, dst: Path) -> None:

@@ -86,9 +86,7 @@ def input_keys(node: ResolvedNode, record: Record, value: Value | None) -> list[
 def _sample_choices(node: ResolvedNode, spec_seed: int, record: Record, path: str) -> dict[str, Any]:
     if not node.sweep.choice:
         return {}
-    rng = rng_for(derive_seed(spec_seed, record.id, f"{path}#choice"))
-    return {name: values[int(rng.integers(len(values)))]
-            for name, values in sorted(node.sweep.choice.items())}
+    return node.sweep.draw(derive_seed(spec_seed, record.id, f"{path}#choice"))
 
 
 def _input_of(node: ResolvedNode, record: Record, upstream: Variant | None) -> Value | None:

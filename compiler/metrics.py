@@ -21,6 +21,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -28,6 +29,7 @@ from pydantic import (
 from .errors import Problem
 from .registry import Registry
 from .spec.models import Spec
+from .templates import compile_template
 
 
 COMMON_ADDED = frozenset({"where"})
@@ -317,6 +319,119 @@ class ConsistencyParams(MetricParams, Bootstrap):
         return self
 
 
+# --- judges (a model that scores answers or data) ----------------------------------------------
+
+
+JudgeParser = Literal["scale", "yes_no", "label"]
+JUDGE_PARSER = ("how the judge's answer is read: scale (the first integer, which must lie in "
+                "[scale_min, scale_max]), yes_no (the first word, yes or no), label (the first line, "
+                "punctuation and case ignored, one of `labels`); an answer it cannot read is counted "
+                "and listed, never scored")
+JUDGE_TEMPLATE = ("the judge's prompt (Jinja, sandboxed): question (the item's prompt), answer (its "
+                  "first response), responses, targets, attrs, item_id, and reference (the group's "
+                  "reference item: question, answer, attrs) when `over` is set")
+
+
+class Judge(BaseModel):
+    """A judge: a backend (as `benchc run --model` names one) asked with a versioned prompt
+    template, and the parser that reads its answers. Every request goes through the response
+    store, keyed by the backend's fingerprint and the rendered prompt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: str = Field(description="the judge's backend: hf:PATH, openai:MODEL,..., vllm:PATH, echo, ...")
+    name: str | None = Field(None, description="the judge's name in the results (default: its backend)")
+    template: str = Field(description=JUDGE_TEMPLATE)
+    system: str | None = Field(None, description="the judge's system prompt (no template)")
+    version: str = Field("1", min_length=1, description="the prompt's version, reported with its digest")
+    parser: JudgeParser = Field("scale", description=JUDGE_PARSER)
+    scale_min: int = Field(1, description="scale: the lowest score")
+    scale_max: int = Field(5, description="scale: the highest score")
+    labels: list[str] = Field(default_factory=list, description="label: the answers the judge may give")
+    media: bool = Field(False, description="send the item's images with the prompt (a VLM judge)")
+    max_new_tokens: int = Field(16, ge=1, le=4096, description="the judge's answer length limit")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="the judge's sampling temperature")
+
+    @field_validator("template")
+    @classmethod
+    def _compiles(cls, template: str) -> str:
+        compile_template(template)  # a syntax error is refused when the spec is validated
+        return template
+
+    @model_validator(mode="after")
+    def _parser_settings(self) -> Judge:
+        if self.parser == "scale" and self.scale_min >= self.scale_max:
+            raise ValueError("scale_min must be below scale_max")
+        if self.parser == "label" and len(set(self.labels)) < 2:
+            raise ValueError("parser 'label' needs at least two distinct `labels`")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.backend
+
+
+class JudgeParams(MetricParams):
+    """A judge model's verdict on each item; with two judges, their agreement (Cohen's kappa).
+
+    Per judge: the mean score, the share of yes or the share of each label over the answers its
+    parser read; the answers it could not read are counted and listed; two judges' disagreeing
+    items are listed."""
+
+    judges: list[Judge] = Field(min_length=1, max_length=2,
+                                description="one judge, or two to report their agreement")
+    over: str | None = Field(None, description="attribute that names each group's reference item; the "
+                                               "reference is then not judged, and the template gets it")
+    reference: str | None = Field(None, description="value of `over` that marks the reference item")
+    kappa_weights: Literal["none", "linear", "quadratic"] = Field(
+        "none", description="Cohen's kappa of two judges: unweighted, or weighted for ordered scales")
+
+    @model_validator(mode="after")
+    def _reference_pair(self) -> JudgeParams:
+        if (self.over is None) != (self.reference is None):
+            raise ValueError("`over` and `reference` go together")
+        if len({j.label for j in self.judges}) < len(self.judges):
+            raise ValueError("two judges need different names (set `name`)")
+        if self.kappa_weights != "none" and any(j.parser != "scale" for j in self.judges):
+            raise ValueError("weighted kappa (kappa_weights) needs judges with parser = 'scale'")
+        return self
+
+
+KOALA_CONTEXT_SYSTEM = (
+    "Give a contextualization score for each image question pair. The score, between 1 and 10, should "
+    "reflect the degree to which the image contextualizes the question. That is, how likely is it that you "
+    "might come up with the question while looking at the image. Focus on the range of possible questions "
+    "that might be asked about the image; that is, how likely is the given question, in this entire set. "
+    "Give just the score, no explanation.")
+"""Koala's contextualisation prompt, App. B (query_image_contextualization.py), verbatim."""
+
+
+class KoalaContextJudge(Judge):
+    """Koala's judge by default (each field can be set on its own): gpt-4o-mini at temperature
+    0, App. B's system prompt, the counterfactual image and its question, a score 1-10."""
+
+    backend: str = Field("openai:gpt-4o-mini", description="the judge's backend (default: Koala's)")
+    template: str = Field("Question: {{ question.split('Q: ')[-1] }}",
+                          description=JUDGE_TEMPLATE + " (default: App. B's human turn)")
+    system: str | None = Field(KOALA_CONTEXT_SYSTEM, description="the judge's system prompt (default: App. B's)")
+    version: str = Field("koala-appB", min_length=1, description="the prompt's version")
+    scale_max: int = Field(10, description="scale: the highest score")
+    media: bool = Field(True, description="send the item's images with the prompt")
+
+
+class KoalaContextParams(MetricParams):
+    """Koala's Figure 6: acknowledged refusals (l_RET accuracy) per contextualisation score.
+
+    A judge (App. B's prompt) scores each counterfactual item 1-10; one row per score."""
+
+    judge: KoalaContextJudge = Field(default_factory=KoalaContextJudge,
+                         description="the judge (default: gpt-4o-mini with Koala's App. B prompt, 1-10)")
+    phrases: Literal["paper", "code"] = Field(
+        "paper", description="acknowledgment phrases of the paper's Table 5, or the code's list")
+    extra_phrases: list[str] = Field(default_factory=list, description="more acknowledgment phrases")
+    count_no: bool = Field(False, description="also count answers 'no' and '0' (negative_eval.py)")
+
+
 def params_of(implementation: Any) -> type[MetricParams]:
     """The schema of a metric implementation named by an entry point in group ``benchc.metrics``."""
     schema: type[MetricParams] = implementation.Params
@@ -329,7 +444,7 @@ BUILTIN_SCHEMAS: dict[str, type[MetricParams]] = {
     "merlim.recognition": MerlimRecognitionParams, "merlim.relations": MerlimRelationsParams,
     "merlim.counting": MerlimCountingParams, "koala.accuracy": KoalaParams, "general.agreement": AgreementParams,
     "general.flip_rate": FlipRateParams, "general.worst_case": WorstCaseParams, "general.accuracy": AccuracyParams,
-    "general.consistency": ConsistencyParams}
+    "general.consistency": ConsistencyParams, "judge.score": JudgeParams, "koala.contextualization": KoalaContextParams}
 """The built-in metrics' schemas, known to the compiler without the runtime; each implementation
 names the same class in its ``@metric`` (tests/test_layout.py checks that the two sides agree)."""
 for _name, _schema in BUILTIN_SCHEMAS.items():

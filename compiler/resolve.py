@@ -5,7 +5,6 @@ Every problem of a spec is collected and raised together, each with file, line a
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,28 +12,15 @@ import jinja2
 from jinja2 import meta
 from pydantic import BaseModel, ValidationError
 
-from .canonical import canonical_json
 from .errors import Problem, ProblemList, SpecError
 from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
 from .registry import did_you_mean, literal_hint, merge_union_errors
 from .sources import SOURCES, SourceLoader
-from .spec.models import RESERVED_INPUTS, Select
+from .spec.models import GENERATION_SWEEPABLE as SWEEPABLE, RESERVED_INPUTS, Generation, Select, TextSelect
 from .spec.parse import LoadedSpec
+from .sweep import Sweep, split_sweep as _split_sweep
 from .templates import TemplateProblem, compile_template, make_environment
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """A node's parameters split into fixed values, grid axes and per-variant choices."""
-
-    fixed: dict[str, Any]
-    grid: dict[str, list[Any]]
-    choice: dict[str, list[Any]]
-
-    def grid_points(self) -> list[dict[str, Any]]:
-        names = sorted(self.grid)
-        return [dict(zip(names, combo)) for combo in itertools.product(*(self.grid[n] for n in names))]
 
 
 @dataclass(frozen=True)
@@ -62,6 +48,24 @@ class ResolvedSelect:
     settings: Select
     probe: ResolvedNode
 
+    @property
+    def nodes(self) -> list[ResolvedNode]:
+        return [self.probe]
+
+
+@dataclass(frozen=True)
+class ResolvedTextSelect:
+    """``[select]`` of kind ``text``: the text node (``text.field`` of ``field``, id
+    ``select.text``) and the probe over it (id ``select.probe``), run as a two-node graph."""
+
+    settings: TextSelect
+    text: ResolvedNode
+    probe: ResolvedNode
+
+    @property
+    def nodes(self) -> list[ResolvedNode]:
+        return [self.text, self.probe]
+
 
 @dataclass(frozen=True)
 class ResolvedMetric:
@@ -78,12 +82,14 @@ class Resolved:
     template: jinja2.Template
     system_template: jinja2.Template | None
     metrics: list[ResolvedMetric]
-    select: ResolvedSelect | None = None
+    select: ResolvedSelect | ResolvedTextSelect | None = None
+    generation: Sweep | None = None
+    """``[generation]``'s swept keys (``compiler/settings.py``), or None when none is swept."""
 
     @property
     def all_nodes(self) -> list[ResolvedNode]:
         """The graph's nodes and the selection's probe: every op the compile may run."""
-        return self.nodes + ([self.select.probe] if self.select else [])
+        return self.nodes + (self.select.nodes if self.select else [])
 
     @property
     def sinks(self) -> list[ResolvedNode]:
@@ -102,9 +108,30 @@ def resolve(loaded: LoadedSpec) -> Resolved:
     _check_stage_templates(loaded, problems)
     metrics = _resolve_metrics(loaded, problems)
     select = _resolve_select(loaded, problems)
+    generation = _resolve_generation(loaded, problems)
     problems.raise_if_any(SpecError)
     return Resolved(loaded, source, source_params, nodes, template, system_template, metrics,  # type: ignore[arg-type]
-                    select)
+                    select, generation)
+
+
+def _resolve_generation(loaded: LoadedSpec, problems: ProblemList) -> Sweep | None:
+    """``[generation]``'s swept keys, checked like a node's params: each a well-formed sweep of a
+    key that may be swept, every candidate a valid value."""
+    generation = loaded.spec.generation
+    if not generation.sweeps:
+        return None
+    sweep, errors = _split_sweep(generation.sweeps)
+    for name, message in errors:
+        problems.add(loaded.problem(f"generation.{name}", message))
+    for name in sorted(sweep.fixed):  # a table that is not a sweep
+        problems.add(loaded.problem(f"generation.{name}", "a sweep is { grid = [...] } or { choice = [...] } "
+                                                          "with a non-empty list"))
+    for name in sorted({*sweep.grid, *sweep.choice} - set(SWEEPABLE)):
+        problems.add(loaded.problem(f"generation.{name}", f"{name} cannot be swept",
+                                    hint=f"sweepable: {', '.join(SWEEPABLE)}"))
+    fixed = generation.model_dump(mode="json", exclude={"sweeps", *generation.sweeps})
+    check_sweep_values(loaded, Generation, Sweep(fixed, sweep.grid, sweep.choice), "generation", problems)
+    return sweep
 
 
 def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str,
@@ -138,32 +165,6 @@ def _resolve_source(loaded: LoadedSpec, problems: ProblemList) -> tuple[SourceLo
         return loader, None
 
 
-def _has_duplicates(values: list[Any]) -> bool:
-    seen = [canonical_json(v) for v in values]
-    return len(set(seen)) != len(seen)
-
-
-def _split_sweep(params: dict[str, Any]) -> tuple[Sweep, list[tuple[str, str]]]:
-    fixed: dict[str, Any] = {}
-    grid: dict[str, list[Any]] = {}
-    choice: dict[str, list[Any]] = {}
-    errors: list[tuple[str, str]] = []
-    for name, value in params.items():
-        if isinstance(value, dict) and set(value) & {"grid", "choice"}:
-            if len(value) != 1 or not isinstance(next(iter(value.values())), list) or not next(iter(value.values())):
-                errors.append((name, "a sweep is { grid = [...] } or { choice = [...] } with a non-empty list"))
-                continue
-            values = list(next(iter(value.values())))
-            if "grid" in value and _has_duplicates(values):
-                errors.append((name, f"grid {values} names a value twice: a grid value is one variant "
-                                     "(its id is the value); use `repeat` for several draws"))
-                continue
-            (grid if "grid" in value else choice)[name] = values
-        else:
-            fixed[name] = value
-    return Sweep(fixed, grid, choice), errors
-
-
 def _resolve_nodes(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedNode]:
     resolved: list[ResolvedNode] = []
     known: dict[str, Op] = {}
@@ -189,10 +190,12 @@ SELECT_MEDIA = {"generate": "image", "speech-to-text": "audio"}
 """What the selection's models read, by task: the probe op must take and make it."""
 
 
-def _resolve_select(loaded: LoadedSpec, problems: ProblemList) -> ResolvedSelect | None:
+def _resolve_select(loaded: LoadedSpec, problems: ProblemList) -> ResolvedSelect | ResolvedTextSelect | None:
     settings = loaded.spec.select
     if settings is None:
         return None
+    if isinstance(settings, TextSelect):
+        return _resolve_text_select(loaded, settings, problems)
     probe, key = settings.probe, "select.probe"
     if probe.op not in OPS:
         problems.add(loaded.unknown(OPS, probe.op, f"{key}.op"))
@@ -219,17 +222,53 @@ def _resolve_select(loaded: LoadedSpec, problems: ProblemList) -> ResolvedSelect
     return ResolvedSelect(settings, node)
 
 
+TEXT_ID = "select.text"
+
+
+def _resolve_text_select(loaded: LoadedSpec, settings: TextSelect, problems: ProblemList) -> ResolvedTextSelect | None:
+    """The probe perturbs the text of ``field`` (a ``text.field`` node), as a node of the graph
+    would perturb a node's text."""
+    probe, key = settings.probe, "select.probe"
+    if probe.op not in OPS:
+        problems.add(loaded.unknown(OPS, probe.op, f"{key}.op"))
+        return None
+    op = OPS.get(probe.op)
+    if op.input_kind != "text" or op.output_kind != "text":  # its params would only add noise
+        problems.add(loaded.problem(f"{key}.op", f"op {op.name!r} takes {op.input_kind} and makes "
+                                    f"{op.output_kind}; a text selection's probe perturbs text",
+                                    hint="e.g. op = \"text.corrupt\", params.severity = \"heavy\""))
+        return None
+    sweep, errors = _split_sweep(probe.params)
+    for name, message in errors:
+        problems.add(loaded.problem(f"{key}.params.{name}", message))
+    _check_params(loaded, op, sweep, f"{key}.params", problems)
+    if probe.input is not None:
+        problems.add(loaded.problem(f"{key}.input", "a text selection's probe reads the record field `field`",
+                                    hint="leave probe.input out and set select.field"))
+    if op.model_backed:
+        problems.add(loaded.problem(f"{key}.op", f"op {op.name!r} asks a model; a probe perturbs text",
+                                    hint="use a perturbation op such as text.corrupt"))
+    field_op = OPS.get("text.field")
+    text = ResolvedNode(-1, TEXT_ID, field_op, "record", _split_sweep({"field": settings.field})[0], 1,
+                        spec_key="select.field")
+    return ResolvedTextSelect(settings, text, ResolvedNode(-1, PROBE_ID, op, TEXT_ID, sweep, probe.repeat,
+                                                           spec_key=key))
+
+
 def _check_params(loaded: LoadedSpec, op: Op, sweep: Sweep, key: str, problems: ProblemList) -> None:
     """Validate the fixed params with every candidate of every sweep axis."""
-    axes = {**sweep.grid, **sweep.choice}
-    first = {name: values[0] for name, values in axes.items()}
-    trials = [dict(first)] + [{**first, name: v} for name, values in axes.items() for v in values[1:]]
+    check_sweep_values(loaded, op.Params, sweep, key, problems)
+
+
+def check_sweep_values(loaded: LoadedSpec, schema: type[BaseModel], sweep: Sweep, key: str,
+                       problems: ProblemList) -> None:
+    """Validate ``schema`` with the fixed values and every candidate of every sweep axis."""
     seen: set[str] = set()
-    for trial in trials:
+    for trial in sweep.trials():
         try:
-            op.Params.model_validate({**sweep.fixed, **trial})
+            schema.model_validate(trial)
         except ValidationError as exc:
-            for p in _validation_problems(loaded, exc, key, op.Params):
+            for p in _validation_problems(loaded, exc, key, schema):
                 if p.render() not in seen:
                     seen.add(p.render())
                     problems.add(p)

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .artifacts import SelectLock
 from .cas import ContentStore
 from .errors import OpError, Problem
 from .expand import expand
@@ -61,6 +62,9 @@ class Selection:
         return {**pins, "candidates": len(self.scores) + len(self.unscored), "probes": self.probes,
                 "kept": len(self.kept), "unscored": sorted(self.unscored),
                 "scores": [{"record": rid, "consistency": score, "kept": rid in kept} for rid, score in ranked]}
+
+    def locked(self, pins: dict[str, Any]) -> SelectLock:
+        return SelectLock.model_validate(self.lock(pins))
 
 
 def model_refs(select: ResolvedSelect, roots: tuple[Path, ...]) -> list[ModelBackendRef]:

@@ -29,6 +29,7 @@ from .registry import did_you_mean
 from .resolve import Resolved, ResolvedNode
 from .select import apply_filters
 from .sources import LoadedSource
+from .spec.models import Select
 from .spec.parse import LoadedSpec
 from .templates import TemplateProblem, make_environment, render
 from .values import Record
@@ -144,7 +145,7 @@ def _named_paths(resolved: Resolved, path_backends: Collection[str]) -> Iterator
                 targets = (_backend_target(v, path_backends) for v in values)
                 yield from ((key, t) for t in targets if t)
     select = resolved.loaded.spec.select
-    for index, backend in enumerate(select.models if select else []):
+    for index, backend in enumerate(select.models if isinstance(select, Select) else []):
         target = _backend_target(backend, path_backends)
         if target:
             yield f"select.models[{index}]", target

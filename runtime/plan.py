@@ -2,7 +2,7 @@
 already in the response store and how many a run would send, per stage and backend, without
 sending any.
 
-The requests are built exactly as ``benchc run`` builds them (``runtime.run.build_requests``,
+The requests are built exactly as ``benchc run`` builds them (``runtime.run.stage_requests``,
 ``stage_backend``, ``make_backend`` fingerprints) and looked up with ``ResponseStore.missing``,
 so the plan's counts are the run's ``cached``/``run`` counts. A later stage's requests are
 built from the earlier stage's stored answers; for an item whose earlier answer is not stored
@@ -21,7 +21,7 @@ from typing import Any
 
 from .backends import make_backend
 from .overrides import check_backend_overrides
-from .run import RunOptions, build_requests, stage_backend
+from .run import RunOptions, stage_backend, stage_requests
 from .runfolder import manifest_items, open_manifest
 from .store import ResponseStore, StoredResponse
 
@@ -83,7 +83,9 @@ def _plan_stages(spec: Any, items: Any, backends: dict[str, Any], store: Respons
     for stage in spec.stage:
         backend = backends[stage.id]
         previous = None if stage.input == "prompt" else answers[stage.input]
-        requests = build_requests(stage, spec, items, backend.fingerprint(), previous, options.text_only)
+        requests = {pair: request for _, part in stage_requests(stage, spec, items, backend, previous,
+                                                                 options.text_only)
+                    for pair, request in part.items()}
         unique = {r.key: r for r in requests.values()}
         missing = set(store.missing(unique))
         stored = store.get_many(k for k in unique if k not in missing)

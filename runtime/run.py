@@ -30,6 +30,7 @@ from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
 from .backends import Backend, Request, make_backend
 from .executor import LOCAL, ExecutorChoice, MediaSource, execute
 from .overrides import check_backend_overrides
+from .settings import backend_for, setting_groups
 from .runfolder import RESPONSES_FILE, RUN_FILE, check_run_dir, manifest_items, open_manifest, write_run_folder
 from .store import ResponseStore, StoredResponse
 
@@ -68,9 +69,10 @@ def stage_backend(stage: Stage, options: RunOptions) -> str:
 
 
 def request_key(fingerprint: dict[str, Any], stage: Stage, spec: Spec, prompt: str, system: str | None,
-                media: list[tuple[str, str]], sample: int) -> str:
-    generation = spec.generation if stage.task == "generate" else None
-    return request_digest(fingerprint, stage.task, generation, prompt, system, media, sample)
+                media: list[tuple[str, str]], sample: int, generation: Generation | None = None) -> str:
+    """``generation``: the item's own settings (a spec that sweeps them); None: the spec's."""
+    settings = (generation or spec.generation) if stage.task == "generate" else None
+    return request_digest(fingerprint, stage.task, settings, prompt, system, media, sample)
 
 
 def request_digest(fingerprint: dict[str, Any], task: str, generation: Generation | None, prompt: str,
@@ -92,11 +94,12 @@ def _samples(stage: Stage, spec: Spec) -> int:
 
 def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: dict[str, Any],
                    previous: dict[tuple[str, int], StoredResponse] | None,
-                   text_only: bool = False) -> dict[tuple[str, int], Request]:
+                   text_only: bool = False, generation: Generation | None = None) -> dict[tuple[str, int], Request]:
     """One request per (item, sample). A first stage sends the item's prompt and media (``n``
     samples when it generates); a later stage sends, for each answer of the stage it reads, its
     template rendered over that answer (or the answer itself) with what ``stage.sends``.
-    ``text_only`` leaves the images out (an LLM-only ablation: the same prompts, no image)."""
+    ``text_only`` leaves the images out (an LLM-only ablation: the same prompts, no image);
+    ``generation``: the settings of these items (``settings.setting_groups``), None: the spec's."""
     out: dict[tuple[str, int], Request] = {}
     earlier: dict[str, list[tuple[int, StoredResponse]]] = {}
     for (item_id, sample), answer in sorted((previous or {}).items()):
@@ -111,8 +114,21 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
             inputs = [(s, _later_prompt(stage, template, row, a), None, _later_media(stage, item_media, a))
                       for s, a in earlier.get(row["item_id"], [])]
         for sample, prompt, system, media in inputs:
-            key = request_key(fingerprint, stage, spec, prompt, system, media, sample)
+            key = request_key(fingerprint, stage, spec, prompt, system, media, sample, generation)
             out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample)
+    return out
+
+
+def stage_requests(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend,
+                   previous: dict[tuple[str, int], StoredResponse] | None,
+                   text_only: bool = False) -> list[tuple[Backend, dict[tuple[str, int], Request]]]:
+    """A stage's requests in groups of one setting each, with the backend that answers them
+    (``settings``: one group, ``backend`` itself, when the spec sweeps nothing)."""
+    out = []
+    for generation, part in setting_groups(spec, items):
+        answering = backend_for(backend, generation)
+        out.append((answering, build_requests(stage, spec, part, answering.fingerprint(), previous, text_only,
+                                              generation)))
     return out
 
 
@@ -172,13 +188,17 @@ def _run_stages(spec: Spec, items: pl.DataFrame, backends: dict[str, Backend], s
 
 def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, store: ResponseStore,
                media: MediaSource, options: RunOptions, previous) -> tuple[StageOutcome, dict]:
-    requests = build_requests(stage, spec, items, backend.fingerprint(), previous, options.text_only)
+    requests: dict[tuple[str, int], Request] = {}
+    ran = 0
+    for answering, part in stage_requests(stage, spec, items, backend, previous, options.text_only):
+        pending = {r.key: r for r in part.values()}
+        missing = store.missing(pending)  # per group: a key another group shares is asked once
+        # `ran`: what this run asked; another run on the same store may answer some of `missing`
+        # meanwhile (the executor waits for those rather than asking twice): they count as cached.
+        ran += execute(answering, [pending[k] for k in missing], store, media, options.workers,
+                       f"{stage.id} ({backend.spec})", options.progress, options.executor)
+        requests.update(part)
     unique = {r.key: r for r in requests.values()}
-    missing = store.missing(unique)
-    # `ran`: what this run asked; another run on the same store may answer some of `missing`
-    # meanwhile (the executor waits for those rather than asking twice): they count as cached.
-    ran = execute(backend, [unique[k] for k in missing], store, media, options.workers,
-                  f"{stage.id} ({backend.spec})", options.progress, options.executor)
     stored = store.get_many(unique)
     lost = [k for k in unique if k not in stored]
     if lost:

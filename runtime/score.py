@@ -71,6 +71,32 @@ class _LazyMedia:
         return self._source(kind, sha256)
 
 
+class _LazyModels:
+    """The judges' model client (``model_client.RuntimeModelClient``: backends answered through
+    the response store, item images from the compile cache), built on the first judge's use."""
+
+    def __init__(self, cache_dir: Path, store_dir: Path) -> None:
+        self.cache_dir, self.store_dir = Path(cache_dir), Path(store_dir)
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            from .model_client import RuntimeModelClient
+
+            self._client = RuntimeModelClient(self.cache_dir, self.store_dir, progress=False)
+        return self._client
+
+    def fingerprint(self, ref: Any) -> dict[str, Any]:
+        return dict(self.client().fingerprint(ref))
+
+    def generate(self, ref: Any, prompts: Any) -> list[str]:
+        return list(self.client().generate(ref, prompts))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
 def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = DEFAULT_CACHE,
               store_dir: Path = DEFAULT_STORE, derived: Manifest | None = None) -> dict[str, Any]:
     """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
@@ -88,37 +114,46 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
         manifest, spec = _derived_manifest(run_dir, record, derived)
     _check_metric_stages(manifest, spec)
     items, responses = manifest_items(manifest), read_responses(run_dir, record)
-    backends = record.backend_of()
-    results = []
     media = _LazyMedia(cache_dir, store_dir)
-    for metric in spec.metric:
-        params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
-        implementation = METRICS.get(metric.name)
-        stage = params.stage or spec.stage[-1].id
-        for needed in [stage, *params.extra_stages()]:
-            if needed not in backends:
-                raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
-                                       hint="rerun `benchc run`; it resumes where it stopped"))
-        scored = _selected(items, params.where)
-        data = MetricInput(_items_with_responses(scored, responses, stage, spec.answer),
-                           load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
-                           backends[stage],
-                           stages={s: _items_with_responses(scored, responses, s, spec.answer)
-                                   for s in params.extra_stages()},
-                           media=media)
-        result = implementation.score(params, data)
-        if params.where:
-            result.notes.append(f"Items: the {scored.height} of {items.height} with "
-                                + " and ".join(f"{k} in {list(v)}" for k, v in params.where.items()) + " (where).")
-        read = describe(spec.answer)
-        if read is not None:
-            result.notes.append(read)
-        result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
-        results.append(result)
+    models = _LazyModels(cache_dir, store_dir)
+    try:
+        results = [_score_metric(metric, spec, items, responses, record, run_dir, media, models)
+                   for metric in spec.metric]
+    finally:
+        models.close()
     scores = Scores(benchmark=manifest.locked.benchmark, manifest_digest=manifest.locked.manifest_digest,
                     model=record.model, items=items.height, metrics=[_result_record(r) for r in results]).to_json()
     write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
     return scores
+
+
+def _score_metric(metric: Any, spec: Spec, items: pl.DataFrame, responses: pl.DataFrame, record: RunRecord,
+                  run_dir: Path, media: _LazyMedia, models: _LazyModels) -> MetricResult:
+    """One metric's result over the items it selects, with the notes every metric gets."""
+    backends = record.backend_of()
+    params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+    implementation = METRICS.get(metric.name)
+    stage = params.stage or spec.stage[-1].id
+    for needed in [stage, *params.extra_stages()]:
+        if needed not in backends:
+            raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
+                                   hint="rerun `benchc run`; it resumes where it stopped"))
+    scored = _selected(items, params.where)
+    data = MetricInput(_items_with_responses(scored, responses, stage, spec.answer),
+                       load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
+                       backends[stage],
+                       stages={s: _items_with_responses(scored, responses, s, spec.answer)
+                               for s in params.extra_stages()},
+                       media=media, models=models)
+    result = implementation.score(params, data)
+    if params.where:
+        result.notes.append(f"Items: the {scored.height} of {items.height} with "
+                            + " and ".join(f"{k} in {list(v)}" for k, v in params.where.items()) + " (where).")
+    read = describe(spec.answer)
+    if read is not None:
+        result.notes.append(read)
+    result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
+    return result
 
 
 def run_manifest_of(run_dir: Path, record: RunRecord, manifest_dir: Path | None) -> tuple[Manifest, Spec]:

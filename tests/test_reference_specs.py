@@ -22,10 +22,10 @@ from conftest import SPECS, cli
 
 REFERENCE = {
     "mm_r3": ["question_rephrasing", "image_restyling", "context_reasoning", "question_rephrasing_sampling",
-              "image_restyling_sampling", "context_reasoning_sampling"],
+              "image_restyling_sampling", "context_reasoning_sampling", "rephrasing_validation"],
     "merlim": ["object_recognition", "relationships_random", "relationships_curated", "counting"],
     "mmcbench": ["image2text", "text2image", "text2speech", "speech2text"],
-    "koala": ["counterfactual", "parametric", "source_conflict", "negative_samples"],
+    "koala": ["counterfactual", "parametric", "source_conflict", "negative_samples", "contextualization"],
 }
 
 

@@ -69,6 +69,38 @@ def ensure_nltk_data() -> Path:
     return root
 
 
+def ensure_cmudict() -> Path:
+    """``ensure_nltk_data``, plus NLTK's ``cmudict`` corpus (textstat counts English syllables
+    with it and would otherwise call ``nltk.download``), built from the CMU dictionary that
+    pocketsphinx installs. That copy has no stress marks, and textstat counts a word's syllables
+    as its phones that end in a stress digit, so each vowel phone (a syllable's nucleus) gets
+    stress 1 here: the syllable counts are the dictionary's, the stress values are not used."""
+    root = ensure_nltk_data()
+    with _LOCK:
+        _install(root / "corpora" / "cmudict", _write_cmudict)
+    return root
+
+
+ARPABET_VOWELS = frozenset("AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
+
+
+def _write_cmudict(staging: Path) -> None:
+    """pocketsphinx's ``word(2) PH PH`` lines as NLTK's ``word 2 PH1 PH`` (variant 1 unnumbered)."""
+    import pocketsphinx
+
+    source = Path(pocketsphinx.get_model_path()) / "en-us" / "cmudict-en-us.dict"
+    lines = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        fields = line.split("#")[0].split()
+        if not fields:
+            continue
+        head, *phones = fields
+        word, _, variant = head.partition("(")
+        marked = [f"{p}1" if p in ARPABET_VOWELS else p for p in phones]
+        lines.append(" ".join([word, variant.rstrip(")") or "1", *marked]))
+    (staging / "cmudict").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def data_dir() -> Path:
     """``$BENCHC_NLTK_DATA`` if set, else ``~/.cache/benchc/nltk_data``."""
     return Path(os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR).expanduser().resolve()

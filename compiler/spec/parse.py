@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from ..errors import Problem, SpecError
 from ..registry import Registry, did_you_mean
 from .locate import index_lines, line_of
-from .models import INT64_MAX, INT64_MIN, Spec, SpecKeyError
+from .models import INT64_MAX, INT64_MIN, Select, Spec, SpecKeyError, TextSelect
 
 BOM = "\ufeff"
 
@@ -203,19 +203,20 @@ STRICT_TYPES = {"int_type": "an integer", "float_type": "a number", "bool_type":
 
 
 def _problems_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> list[Problem]:
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    tagged = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    loc = tagged[:1] + tagged[2:] if tagged[:1] == ("select",) and tagged[1:2] in SELECT_TAGS else tagged
     key = _key_path(loc)
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, SpecKeyError):  # a whole-spec check: each problem at its own key
         prefix = f"{key}." if key else ""
-        return [Problem(message, file=str(path), line=line_of(lines, prefix + inner), key=prefix + inner)
-                for inner, message in cause.problems]
+        return [Problem(message, file=str(path), line=line_of(lines, prefix + inner), key=prefix + inner,
+                        hint=cause.hints.get(inner)) for inner, message in cause.problems]
     kind = err["type"]
     message = err["msg"].removeprefix("Value error, ")
     hint = None
     if kind == "extra_forbidden":
         message = "unknown key"
-        hint = _suggest_key(loc)
+        hint = _suggest_key(tagged)
     elif kind == "missing":
         message = "required key is missing"
         hint = "add this key"
@@ -227,13 +228,21 @@ def _problems_of(err: dict[str, Any], path: Path, lines: dict[str, int]) -> list
     return [Problem(message, file=str(path), line=line_of(lines, key), key=key, hint=hint)]
 
 
+SELECT_TAGS: dict[tuple[str], type[Select] | type[TextSelect]] = {("model",): Select, ("text",): TextSelect}
+"""[select]'s kinds: pydantic puts the tag of its tagged union in an error's location
+(``select.text.keep``), which is not a key of the spec; ``_suggest_key`` reads it to pick the kind's model."""
+
+
 def _suggest_key(loc: tuple[Any, ...]) -> str | None:
     """Suggest a known key of the model that owns the unknown one."""
     from pydantic import BaseModel
 
     model: type[BaseModel] | None = Spec
-    for part in loc[:-1]:
+    for index, part in enumerate(loc[:-1]):
         if model is None or isinstance(part, int):
+            continue
+        if index == 1 and loc[0] == "select" and (part,) in SELECT_TAGS:
+            model = SELECT_TAGS[(part,)]
             continue
         field = model.model_fields.get(part)
         model = _model_of(field.annotation) if field else None

@@ -38,6 +38,7 @@ class MetricInput:
     stages: dict[str, list[ScoredItem]] = field(default_factory=dict)  # params.extra_stages()
     media: MediaReader | None = None
     cross_embedder: Any = None  # embed_images / embed_texts (a CLIP embedder); loaded if None
+    models: Any = None  # a ModelClient (compiler/model_steps.py) for judges: asks through the response store
 
 
 @dataclass

