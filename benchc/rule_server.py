@@ -56,6 +56,7 @@ From Python (tests)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -64,7 +65,7 @@ import signal
 import sys
 import threading
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -394,6 +395,17 @@ def serve(rules: Rules | Mapping[str, Any] | str | Path, port: int = 0,
     server._thread = thread
     thread.start()
     return server, thread
+
+
+@contextlib.contextmanager
+def served(rules: Rules | Mapping[str, Any] | str | Path, port: int = 0,
+           *, verbose: bool = False) -> Iterator[RuleServer]:
+    """``with served(rules) as server:`` a rule server (``serve``) for the block's duration."""
+    server, _ = serve(rules, port, verbose=verbose)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def _write_port_file(path: Path, port: int) -> None:

@@ -105,3 +105,30 @@ id = "id"
 template = "{{{{ text }}}}"
 """)
     return spec
+
+
+QUESTION_NODE = """
+[[node]]
+id = "question"
+op = "text.field"
+input = "record"
+params.field = "question"
+"""
+"""The node that reads a table's ``question`` column (no braces: safe inside ``str.format``)."""
+
+_QUESTIONS_HEAD = """
+[benchmark]
+name = "test/NAME"
+version = "0.1.0"
+
+[source]
+loader = "table"
+path = "questions.csv"
+id = "id"
+""" + QUESTION_NODE
+
+
+def questions_spec(name: str, rest: str) -> str:
+    """A spec over the test's questions.csv (id, question, ...) whose first node reads the
+    question; ``rest`` follows it (it may hold ``str.format`` fields: the head holds no braces)."""
+    return _QUESTIONS_HEAD.replace("NAME", name) + rest

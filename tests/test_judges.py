@@ -14,11 +14,12 @@ import pytest
 from pydantic import ValidationError
 
 from benchc.compiler.metrics import Judge, JudgeParams
-from benchc.rule_server import RuleServer, serve
+from benchc.rule_server import RuleServer, served
 from benchc.runtime.judges import Case, parse, prompts
 from benchc.runtime.metrics import METRICS, MetricInput
 from benchc.runtime.metrics.base import ScoredItem
 from benchc.runtime.model_client import RuntimeModelClient
+from specfiles import questions_spec
 from conftest import ROOT, cli
 
 # Judge "A" (scale 1-5) reads sky -> 4, fire -> 2, fish -> "maybe" (unreadable); judge "B" (its
@@ -38,9 +39,8 @@ JUDGE_RULES = {
 
 @pytest.fixture
 def judge_server() -> Iterator[RuleServer]:
-    httpd, _ = serve(JUDGE_RULES)
-    yield httpd
-    httpd.stop()
+    with served(JUDGE_RULES) as httpd:
+        yield httpd
 
 
 def _judge(server: RuleServer, template: str, name: str) -> dict[str, Any]:
@@ -148,29 +148,14 @@ def test_a_rescore_asks_nothing_and_a_new_template_is_asked_anew(tmp_path: Path,
 
 # -- benchc score, end to end ---------------------------------------------------------------------
 
-SPEC = """
-[benchmark]
-name = "test/judge"
-version = "0.1.0"
-
-[source]
-loader = "table"
-path = "questions.csv"
-id = "id"
-
-[[node]]
-id = "question"
-op = "text.field"
-input = "record"
-params.field = "question"
-
+SPEC = questions_spec("judge", """
 [prompt]
 template = "{{{{ text }}}}"
 
 [[metric]]
 name = "judge.score"
 judges = [{{ backend = "openai:rules,base_url={url},api_key_env=none", template = "Rate: {{{{ answer }}}}" }}]
-"""
+""")
 
 
 def test_benchc_score_asks_the_judge_through_the_store_once(tmp_path: Path, judge_server: RuleServer) -> None:
@@ -214,16 +199,13 @@ def test_mmr3_rephrasing_validation_with_a_rule_judge(tmp_path: Path) -> None:
     source = ROOT / "specs/mm_r3/data/easy_vqa_rephrasings/images/0.png"
     (data / "images/0.png").write_bytes(source.read_bytes())
     (tmp_path / "spec.toml").write_text((ROOT / "specs/mm_r3/rephrasing_validation.toml").read_text())
-    httpd, _ = serve({"default": "Yes.", "rule": [
-        {"pattern": r"Question 1: .*\nQuestion 2: [^\n]*picture", "answer": "No, it asks about a picture."},
-        {"pattern": r"Question 2: [^\n]*kind", "answer": "Perhaps."}]})
-    try:
+    with served({"default": "Yes.", "rule": [
+         {"pattern": r"Question 1: .*\nQuestion 2: [^\n]*picture", "answer": "No, it asks about a picture."},
+         {"pattern": r"Question 2: [^\n]*kind", "answer": "Perhaps."}]}) as httpd:
         done = cli("eval", "spec.toml", "-o", "out", "--model", "echo", "--store", "store", "--cache", "cache",
                    "--set", f'metric.0.judges.0.backend="{_rules_backend(httpd)}"', cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         assert httpd.completions == 6
-    finally:
-        httpd.stop()
     [result] = json.loads((tmp_path / "out/run/scores.json").read_text())["metrics"]
     assert result["rows"] == [{"judge": "internvl-26b", "items": 6, "read": 5, "unreadable": 1, "yes": 60.0}]
     assert result["details"]["unreadable"]["internvl-26b"] == [{"item_id": "q1#question[index=2]",
@@ -251,13 +233,10 @@ def test_koala_contextualization_with_a_rule_judge(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data/segsub_data_labelled_reviewer2.json").write_text(json.dumps(kept))
     (tmp_path / "spec.toml").write_text((ROOT / "specs/koala/contextualization.toml").read_text())
-    httpd, _ = serve(KOALA_RULES)
-    try:
+    with served(KOALA_RULES) as httpd:
         done = cli("eval", "spec.toml", "-o", "out", "--model", _rules_backend(httpd), "--store", "store",
                    "--cache", "cache", "--set", f'metric.0.judge.backend="{_rules_backend(httpd)}"', cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
-    finally:
-        httpd.stop()
     [result] = json.loads((tmp_path / "out/run/scores.json").read_text())["metrics"]
     assert result["rows"] == [{"context": 2, "answers": 1, "acknowledged": 100.0},
                               {"context": 9, "answers": 2, "acknowledged": 50.0}]

@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from benchc.rule_server import RuleServer, Rules, RulesError, completion, load_rules, parse_rules, serve
+from benchc.rule_server import RuleServer, Rules, RulesError, completion, load_rules, parse_rules, served
+from specfiles import questions_spec
 from conftest import cli
 
 RULES = {
@@ -34,9 +35,8 @@ RULES = {
 
 @pytest.fixture
 def server() -> Iterator[RuleServer]:
-    httpd, _ = serve(RULES)
-    yield httpd
-    httpd.stop()
+    with served(RULES) as httpd:
+        yield httpd
 
 
 def call(url: str, body: Any = None, *, raw: bytes | None = None,
@@ -268,22 +268,7 @@ r2,Is fire cold?,no
 r3,Do fish swim?,yes
 """
 
-YES_NO_SPEC = """
-[benchmark]
-name = "test/rule-server"
-version = "0.1.0"
-
-[source]
-loader = "table"
-path = "questions.csv"
-id = "id"
-
-[[node]]
-id = "question"
-op = "text.field"
-input = "record"
-params.field = "question"
-
+YES_NO_SPEC = questions_spec("rule-server", """
 [[node]]
 id = "original"
 op = "text.original"
@@ -304,7 +289,7 @@ target = "answer"
 
 [[metric]]
 name = "general.consistency"
-"""
+""")
 
 
 def _eval(folder: Path, server: RuleServer, out: str, *extra: str) -> dict[str, Any]:
@@ -323,11 +308,8 @@ def yes_no_folder(tmp_path: Path) -> Path:
 
 
 def test_a_model_that_never_knows_scores_zero_accuracy(yes_no_folder: Path) -> None:
-    httpd, _ = serve({"default": "I do not know."})
-    try:
+    with served({"default": "I do not know."}) as httpd:
         metrics = _eval(yes_no_folder, httpd, "out")
-    finally:
-        httpd.stop()
     assert metrics["general.accuracy"][0]["accuracy"] == 0.0
     assert metrics["general.accuracy"][0]["items"] == 6
     # never right, but always the same answer: consistent
@@ -343,12 +325,9 @@ def test_answers_reach_the_scores(yes_no_folder: Path) -> None:
     spec = yes_no_folder / "spec.toml"
     text = spec.read_text().replace('target = "answer"', 'target = "answer"\nby = ["perturbation"]')
     spec.write_text(text + '\n[answer]\nextract = ["yes_no"]\n')
-    httpd, _ = serve({"default": "I do not know.",
-                      "rule": [{"pattern": "(?-i:^[A-Z][a-z])", "answer": "Yes, I think so."}]})
-    try:
+    with served({"default": "I do not know.",
+                       "rule": [{"pattern": "(?-i:^[A-Z][a-z])", "answer": "Yes, I think so."}]}) as httpd:
         metrics = _eval(yes_no_folder, httpd, "out")
-    finally:
-        httpd.stop()
     accuracy = {row["perturbation"]: row["accuracy"] for row in metrics["general.accuracy"]}
     assert accuracy == pytest.approx({"original": 200 / 3, "shouted": 0.0}, abs=1e-3)
     assert metrics["general.consistency"][0]["holds"] == 0.0

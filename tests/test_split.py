@@ -21,6 +21,7 @@ from benchc.compiler.spec.models import Split
 from benchc.compiler.spec.parse import load_spec
 from benchc.compiler.split import bounds, split_of
 from benchc.compiler.values import Record
+from specfiles import QUESTION_NODE
 from conftest import ROOT, cli
 
 FRACTIONS = {"train": 0.7, "val": 0.1, "test": 0.2}
@@ -97,13 +98,7 @@ key = "group"
 fractions = {fractions}
 keep = {keep}
 {extra}
-
-[[node]]
-id = "question"
-op = "text.field"
-input = "record"
-params.field = "question"
-
+""" + QUESTION_NODE + """
 [[node]]
 id = "cased"
 op = "text.case"

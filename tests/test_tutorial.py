@@ -326,7 +326,7 @@ def test_new_refuses_what_it_cannot_read(tmp_path: Path) -> None:
 def test_a_scaffolded_spec_scores_what_the_tutorial_computes(tmp_path: Path) -> None:
     """`benchc new` on the tutorial's CSV, run against the tutorial's rules: the same templates,
     so the same accuracy per perturbation, and its consistency split by template."""
-    from benchc.rule_server import serve
+    from benchc.rule_server import served
 
     text = TUTORIAL.read_text()
     blocks = sh_blocks(text)
@@ -336,12 +336,9 @@ def test_a_scaffolded_spec_scores_what_the_tutorial_computes(tmp_path: Path) -> 
     rules = tmp_path / "rules.toml"
     rules.write_text(rules_block.split("<<'EOF'\n", 1)[1].rsplit("EOF\n", 1)[0])
     spec = scaffold(tmp_path / "questions.csv", tmp_path / "spec.toml", kind=None)
-    httpd, _ = serve(rules)
-    try:
+    with served(rules) as httpd:
         done = cli("eval", spec.name, "-o", "out", "--model", f"openai:rules,base_url={httpd.url},api_key_env=none",
                    cwd=tmp_path)
-    finally:
-        httpd.stop()
     assert done.returncode == 0, done.stdout + done.stderr
     accuracy = {row["perturbation"]: row["accuracy"] for row in _rows(tmp_path / "out", "general.accuracy")}
     assert accuracy == pytest.approx({"original": 100 * 5 / 6, "paraphrased": 100 * 8 / 12}, abs=1e-3)
