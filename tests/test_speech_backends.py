@@ -18,6 +18,7 @@ from benchc.runtime.backends import Request, make_backend
 
 from support.model_folders import copy_with
 from support.tiny_speech import WHISPER_WINDOW_S, build_tiny_vits, build_tiny_wav2vec2, build_tiny_whisper
+from support.refusals import assert_refused
 
 pytestmark = pytest.mark.slow  # builds and loads (tiny) models
 
@@ -121,9 +122,7 @@ def test_asr_fails_before_any_request(whisper: Path, vits: Path, tmp_path: Path)
                f"hf-asr:{whisper},device=cuda:7": "device='cuda:7' is not valid",
                f"hf-asr:{whisper},task=summarise": "task='summarise' is not valid",
                f"hf-asr:{whisper},batch_size=0": "batch_size='0' is not valid"}
-    for spec, message in refused.items():
-        with pytest.raises(BackendError, match=message):
-            make_backend(spec, GREEDY, "speech-to-text")
+    assert_refused(refused, GREEDY, "speech-to-text")
     with pytest.raises(BackendError, match="cannot do 'text-to-speech'"):
         make_backend(f"hf-asr:{whisper}", GREEDY, "text-to-speech")
     with pytest.raises(BackendError, match="is a 'vits' model, not a speech-to-text"):

@@ -18,6 +18,7 @@ from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
 from benchc.runtime.store import ResponseStore
 from PIL import Image
+from support.refusals import assert_refused
 
 GEN = Generation()
 TASK = "text-to-image"
@@ -103,9 +104,7 @@ def test_misconfigurations_fail_before_any_request(tiny_sd: Path, tmp_path: Path
                f"diffusers:{tiny_sd},guidance=lots": "guidance='lots' is not valid",
                f"diffusers:{tiny_sd},steps=0": "steps='0' is not valid",
                f"diffusers:{tiny_sd},sampler=euler": "unknown option"}
-    for spec, message in refused.items():
-        with pytest.raises(BackendError, match=message):
-            make_backend(spec, GEN, TASK)
+    assert_refused(refused, GEN, TASK)
     with pytest.raises(BackendError, match="cannot do 'generate'"):
         make_backend(f"diffusers:{tiny_sd}", GEN, "generate")
     not_t2i = tmp_path / "unconditional"

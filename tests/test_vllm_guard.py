@@ -25,6 +25,7 @@ from benchc.runtime.backends.vllm_engine import (
     sampling_kwargs,
 )
 from PIL import Image
+from support.refusals import assert_refused
 
 GREEDY = Generation(max_new_tokens=12)
 SAMPLED = Generation(max_new_tokens=12, temperature=0.7, top_p=0.9, seed=4)
@@ -149,7 +150,5 @@ def test_options_and_fingerprint(fake_vllm: types.ModuleType, tiny_llava: Path, 
                f"vllm:{tiny_llava},gpu_memory_utilization=1.5": "gpu_memory_utilization='1.5' is not valid",
                f"vllm:{tiny_llava},dtype=int4": "dtype='int4' is not valid",
                f"vllm:{tiny_llava},quantization=awq": "unknown option"}
-    for spec, message in refused.items():
-        with pytest.raises(BackendError, match=message):
-            make_backend(spec, GREEDY, "generate")
+    assert_refused(refused, GREEDY, "generate")
     assert vllm_engine.VLLMEngine.tasks == frozenset({"generate"})
