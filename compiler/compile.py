@@ -481,9 +481,9 @@ def _item_row(resolved: Resolved, record: Record, variant: Variant | None,
                                "record_id": record.id}
     if value is not None and value.kind == "text":
         context["text"] = value.text
-    prompt = _render(resolved, resolved.template, "prompt.template", context, item_id)
-    system = (_render(resolved, resolved.system_template, "prompt.system", context, item_id)
-              if resolved.system_template else None)
+    (prompt_key, prompt_template), system_template = resolved.prompt_templates(attrs)
+    prompt = _render(resolved, prompt_template, prompt_key, context, item_id)
+    system = _render(resolved, system_template[1], system_template[0], context, item_id) if system_template else None
     return ItemRow(
         item_id=item_id,
         group_id=record.id,

@@ -5,13 +5,14 @@ Every problem of a spec is collected and raised together, each with file, line a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
 from jinja2 import meta
 from pydantic import BaseModel, ValidationError
 
+from . import settings as run_settings
 from .errors import Problem, ProblemList, SpecError
 from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
@@ -84,7 +85,29 @@ class Resolved:
     metrics: list[ResolvedMetric]
     select: ResolvedSelect | ResolvedTextSelect | None = None
     generation: Sweep | None = None
-    """``[generation]``'s swept keys (``compiler/settings.py``), or None when none is swept."""
+    """The run settings' swept keys (``compiler/settings.py``): ``[generation]``'s and the swept
+    templates' (named axes), or None when nothing is swept."""
+    templates: dict[str, dict[Any, tuple[str, jinja2.Template]]] = field(default_factory=dict)
+    """``[prompt]``'s swept templates (``template``, ``system``): each name's key path and template."""
+
+    def prompt_templates(self, attrs: dict[str, Any]) -> tuple[tuple[str, jinja2.Template],
+                                                               tuple[str, jinja2.Template] | None]:
+        """The (key path, template) of an item's prompt and system prompt, by its attributes."""
+        prompt = self.templates["template"][attrs["template"]] if "template" in self.templates \
+            else ("prompt.template", self.template)
+        if "system" in self.templates:
+            return prompt, self.templates["system"][attrs["system"]]
+        return prompt, (("prompt.system", self.system_template) if self.system_template is not None else None)
+
+    def every_prompt_template(self) -> list[tuple[str, jinja2.Template]]:
+        """Every (key path, template) of ``[prompt]``, each swept one's names included."""
+        out = []
+        for name, single in (("template", self.template), ("system", self.system_template)):
+            if name in self.templates:
+                out += list(self.templates[name].values())
+            elif single is not None:
+                out.append((f"prompt.{name}", single))
+        return out
 
     @property
     def all_nodes(self) -> list[ResolvedNode]:
@@ -101,17 +124,59 @@ def resolve(loaded: LoadedSpec) -> Resolved:
     problems = ProblemList()
     source, source_params = _resolve_source(loaded, problems)
     nodes = _resolve_nodes(loaded, problems)
-    template = _template(loaded, loaded.spec.prompt.template, "prompt.template", problems)
-    system = loaded.spec.prompt.system
-    system_template = _template(loaded, system, "prompt.system", problems) if system else None
+    compiled = {name: _templates(loaded, key, value, problems)
+                for name, (key, value) in run_settings.written_templates(loaded.spec).items()
+                if name in run_settings.PROMPT_TEMPLATES}
     _check_template_names(loaded, nodes, problems)
     _check_stage_templates(loaded, problems)
     metrics = _resolve_metrics(loaded, problems)
     select = _resolve_select(loaded, problems)
-    generation = _resolve_generation(loaded, problems)
+    generation = _merge_sweeps(_resolve_generation(loaded, problems), _resolve_template_sweeps(loaded, problems))
     problems.raise_if_any(SpecError)
-    return Resolved(loaded, source, source_params, nodes, template, system_template, metrics,  # type: ignore[arg-type]
-                    select, generation)
+    single = {name: next(iter(found.values()))[1] for name, found in compiled.items() if None in found}
+    swept = {name: found for name, found in compiled.items() if None not in found}
+    return Resolved(loaded, source, source_params, nodes, single.get("template"),  # type: ignore[arg-type]
+                    single.get("system"), metrics, select, generation, swept)
+
+
+def _templates(loaded: LoadedSpec, key: str, value: Any, problems: ProblemList
+               ) -> dict[Any, tuple[str, jinja2.Template]]:
+    """Each template a key holds, compiled, by name (None for a plain template), with its key
+    path; each syntax error is a problem at that path (``prompt.template.grid.terse``)."""
+    out = {}
+    for name, where, source in run_settings.template_sources(key, value):
+        template = _template(loaded, source, where, problems)
+        if template is not None:
+            out[name] = (where, template)
+    return out
+
+
+def _resolve_template_sweeps(loaded: LoadedSpec, problems: ProblemList) -> Sweep | None:
+    """The templates written as sweeps (``compiler/settings.py``), by attribute name; each
+    malformed one, or a table that is not a sweep, a problem at its key path."""
+    written = run_settings.swept_templates(loaded.spec)
+    if not written:
+        return None
+    sweep, errors = _split_sweep({name: value for name, (_, value) in written.items()}, named=frozenset(written))
+    for name, message in errors:
+        problems.add(loaded.problem(written[name][0], message))
+    for name in sorted(sweep.fixed):
+        problems.add(loaded.problem(written[name][0], "a template is a string, or templates swept by name: "
+                                                      "{ grid = { name = \"...\", ... } } or { grid = [...] }"))
+    for name, table in sorted(sweep.named.items()):
+        key, value = written[name]
+        for value_name in [n for n, source in table.items() if not isinstance(source, str)]:
+            problems.add(loaded.problem(run_settings.template_key(key, value, value_name),
+                                        "a swept template is a string"))
+    return sweep
+
+
+def _merge_sweeps(generation: Sweep | None, templates: Sweep | None) -> Sweep | None:
+    """One sweep of every run setting: ``[generation]``'s keys and the templates' names."""
+    if generation is None or templates is None:
+        return generation or templates
+    return Sweep({}, {**generation.grid, **templates.grid}, {**generation.choice, **templates.choice},
+                 templates.named)
 
 
 def _resolve_generation(loaded: LoadedSpec, problems: ProblemList) -> Sweep | None:
@@ -310,7 +375,7 @@ def _check_template_names(loaded: LoadedSpec, nodes: list[ResolvedNode], problem
     names = set(TEMPLATE_NAMES)
     if sinks and all(n.op.output_kind == "text" for n in sinks):
         names.add("text")
-    for key, source in (("prompt.template", loaded.spec.prompt.template), ("prompt.system", loaded.spec.prompt.system)):
+    for _, key, source in run_settings.prompt_sources(loaded.spec):
         if not source:
             continue
         try:
@@ -328,14 +393,14 @@ STAGE_TEMPLATE_NAMES = {"answer", "attrs", "prompt"}
 def _check_stage_templates(loaded: LoadedSpec, problems: ProblemList) -> None:
     """A later stage's template compiles and uses only the names a run gives it."""
     for index, stage in enumerate(loaded.spec.stage):
-        key = f"stage[{index}].template"
-        if stage.template is None or _template(loaded, stage.template, key, problems) is None:
-            continue
-        used = meta.find_undeclared_variables(make_environment().parse(stage.template))
-        for name in sorted(used - STAGE_TEMPLATE_NAMES):
-            problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
-                                        hint=did_you_mean(name, sorted(STAGE_TEMPLATE_NAMES))
-                                        or f"variables: {', '.join(sorted(STAGE_TEMPLATE_NAMES))}"))
+        for _, key, source in run_settings.template_sources(f"stage[{index}].template", stage.template):
+            if _template(loaded, source, key, problems) is None:
+                continue
+            used = meta.find_undeclared_variables(make_environment().parse(source))
+            for name in sorted(used - STAGE_TEMPLATE_NAMES):
+                problems.add(loaded.problem(key, f"template uses undefined variable {name!r}",
+                                            hint=did_you_mean(name, sorted(STAGE_TEMPLATE_NAMES))
+                                            or f"variables: {', '.join(sorted(STAGE_TEMPLATE_NAMES))}"))
 
 
 def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedMetric]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
+from . import settings as run_settings
 from .cas import ContentStore
 from .compile import CompileOptions, load_source, data_roots
 from .errors import BenchcError, Problem, ProblemList, SourceError, SpecError
@@ -106,9 +107,7 @@ def sample_render_problems(resolved: Resolved, record: Record | None) -> list[Pr
                                "record_id": record.id if record else "sample",
                                "text": SAMPLE_TEXT}
     problems = []
-    for key, template in (("prompt.template", resolved.template), ("prompt.system", resolved.system_template)):
-        if template is None:
-            continue
+    for key, template in resolved.every_prompt_template():
         try:
             render(template, context)
         except TemplateProblem as exc:
@@ -223,9 +222,8 @@ def _filtered(loaded: LoadedSpec, records: list[Record], problems: ProblemList) 
 def field_uses(resolved: Resolved) -> list[FieldUse]:
     """Every record field the spec names, but the filters'."""
     spec = resolved.loaded.spec
-    uses = [FieldUse(key, path, strict) for key, source in (("prompt.template", spec.prompt.template),
-                                                           ("prompt.system", spec.prompt.system))
-            if source for path, strict in template_fields(source)]
+    uses = [FieldUse(key, path, strict) for _, key, source in run_settings.prompt_sources(spec) if source
+            for path, strict in template_fields(source)]
     uses += [FieldUse(f"sample.{name}", path, True)
              for name, path in (("per", spec.sample.per), ("stratify", spec.sample.stratify)) if path]
     for node in resolved.all_nodes:

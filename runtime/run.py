@@ -24,6 +24,7 @@ from benchc.compiler.canonical import digest
 from benchc.compiler.errors import BackendError, BenchcError, Problem, RunError
 from benchc.compiler.manifest import Manifest
 from benchc.compiler.spec.models import Generation, Spec, Stage
+from benchc.compiler.sweep import named_values
 from benchc.compiler.templates import TemplateProblem, compile_template, render
 
 from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
@@ -104,7 +105,7 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
     earlier: dict[str, list[tuple[int, StoredResponse]]] = {}
     for (item_id, sample), answer in sorted((previous or {}).items()):
         earlier.setdefault(item_id, []).append((sample, answer))
-    template = compile_template(stage.template) if stage.template else None
+    template = _stage_templates(stage)
     for row in items.select("item_id", "prompt", "system", "media", "attrs").iter_rows(named=True):
         item_media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])
                       if not (text_only and m["kind"] == "image")]
@@ -132,11 +133,24 @@ def stage_requests(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backe
     return out
 
 
-def _later_prompt(stage: Stage, template: Any, row: dict[str, Any], answer: StoredResponse) -> str:
-    """A later stage's prompt: its template over the earlier answer, or the answer itself."""
-    if template is None:
+def _stage_templates(stage: Stage) -> dict[Any, Any] | None:
+    """A later stage's compiled template (named None) or swept templates (by name), or None when
+    the stage sends the earlier answer itself."""
+    if not stage.template:
+        return None
+    if isinstance(stage.template, str):
+        return {None: compile_template(stage.template)}
+    return {name: compile_template(source) for name, source in (named_values(stage.template) or {}).items()}
+
+
+def _later_prompt(stage: Stage, templates: dict[Any, Any] | None, row: dict[str, Any], answer: StoredResponse) -> str:
+    """A later stage's prompt: its template (the item's own, ``attrs["<stage id>.template"]``,
+    when swept) over the earlier answer, or the answer itself."""
+    if templates is None:
         return answer.text or ""
-    context = {"answer": answer.text or "", "attrs": json.loads(row["attrs"]), "prompt": row["prompt"]}
+    attrs = json.loads(row["attrs"])
+    template = templates[None] if None in templates else templates[attrs[f"{stage.id}.template"]]
+    context = {"answer": answer.text or "", "attrs": attrs, "prompt": row["prompt"]}
     try:
         return render(template, context)
     except TemplateProblem as exc:

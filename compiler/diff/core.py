@@ -89,7 +89,7 @@ def flatten(value: Any, path: str = "", out: dict[str, Any] | None = None,
 
 def section_of(path: str, default: str) -> str:
     top = path.split(".", 1)[0].split("[", 1)[0]
-    if top == "stage" and path.endswith(".template"):
+    if top == "stage" and (path.endswith(".template") or ".template." in path):
         return "templates"
     return SECTIONS.get(top, default)
 
@@ -116,6 +116,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], default_section: str) -> list[
     inside = tuple(f"{path}{sep}" for path in covered for sep in (".", "["))
     leaves = [(path, flat_a.get(path, MISSING), flat_b.get(path, MISSING))
               for path in sorted(set(flat_a) | set(flat_b)) if path not in covered and not path.startswith(inside)]
+    leaves = _retyped(leaves, flat_a, flat_b)
     changes = []
     for path, before, after in whole + leaves:
         if _same(before, after):
@@ -125,6 +126,28 @@ def compare(a: dict[str, Any], b: dict[str, Any], default_section: str) -> list[
                               None if before is MISSING else before, None if after is MISSING else after, kind))
     order = {name: i for i, name in enumerate(SECTION_ORDER)}
     return sorted(changes, key=lambda c: (order.get(c.section, len(order)), c.path))
+
+
+def _retyped(leaves: list[tuple[str, Any, Any]], flat_a: dict[str, Any], flat_b: dict[str, Any]
+             ) -> list[tuple[str, Any, Any]]:
+    """A key that is a value on one side and a table on the other (a template written as a
+    string, then swept: ``prompt.template`` -> ``prompt.template.grid.terse``...) is one change at
+    that key, its table side shown as its leaves by relative path."""
+    paths = {path for path, _, _ in leaves}
+    retyped = sorted(path for path in paths if any(q.startswith((f"{path}.", f"{path}[")) for q in paths))
+    if not retyped:
+        return leaves
+    out = [leaf for leaf in leaves if not any(leaf[0].startswith((f"{r}.", f"{r}[")) for r in retyped)]
+    return [(path, _side(path, flat_a, before), _side(path, flat_b, after)) if path in retyped
+            else (path, before, after) for path, before, after in out]
+
+
+def _side(path: str, flat: dict[str, Any], value: Any) -> Any:
+    """The value at ``path``, or the leaves under it by relative path when it is a table."""
+    if value is not MISSING:
+        return value
+    under = {q[len(path):].lstrip("."): v for q, v in flat.items() if q.startswith((f"{path}.", f"{path}["))}
+    return under or MISSING
 
 
 def spec_changes(a: dict[str, Any], b: dict[str, Any]) -> list[Change]:
@@ -158,6 +181,7 @@ class Signals:
     template: bool = False
     targets: bool = False
     nodes: frozenset[str] = frozenset()
+    settings: bool = False  # a [generation] or template sweep changed: adds or removes items
     known: bool = True  # False: no spec on one side, causes beyond the columns are unknown
 
 
@@ -177,6 +201,8 @@ def signals_of(changes: list[Change], lock_delta: list[Change],
         template=any(p.startswith("prompt.") for p in paths),
         targets=any(p.startswith("metric[") and p.endswith(".target") for p in paths),
         nodes=nodes,
+        settings=any(c.section in ("generation", "templates") and (".grid" in c.path or ".choice" in c.path)
+                     for c in changes),
         known=all(doc is not None for doc in docs),
     )
 
@@ -260,13 +286,30 @@ def needed_bump(spec: list[Change], lock: list[Change], items: ItemDiff | None) 
     moved = [c for c in lock if c.path in ("spec_digest", "manifest_digest", "source.digest")]
     if items is not None and (items.removed or items.changed):
         return "major"
-    if any(c.section in UNCOMPARABLE and not _entry_added(c) for c in content):
+    if any(c.section in UNCOMPARABLE and not _entry_added(c) and not sweep_grew(c) for c in content):
         return "major"
     if (items is not None and items.added) or any(c.section in ADDABLE for c in content):
         return "minor"
     if content or moved:
         return "major" if items is None else "patch"
     return "patch" if any(c.path == "benchmark.description" for c in spec) else "none"
+
+
+def sweep_grew(change: Change) -> bool:
+    """A ``[generation]`` or template sweep that only gained values (``temperature.grid`` [0.2] ->
+    [0.2, 0.7], a name added to ``prompt.template.grid``): it only adds items, as a node's grid
+    value does, and the items say the rest (a renamed, reordered or removed value changes or
+    removes items: major)."""
+    if change.section not in ("generation", "templates"):
+        return False
+    if change.kind == "added" and ".grid." in change.path:
+        return True
+    before, after = change.before, change.after
+    if change.kind != "changed" or not change.path.endswith(".grid") or not isinstance(before, list) \
+            or not isinstance(after, list):
+        return False
+    kept = {canonical_json(v) for v in after}
+    return all(canonical_json(v) in kept for v in before)
 
 
 def _entry_added(change: Change) -> bool:

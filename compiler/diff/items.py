@@ -23,7 +23,8 @@ node) is not counted as a cause of its own:
 Items only on one side are "record-level" when their record has no item at all on the other
 side (the record was filtered, sampled or removed: causes ``filter``, ``sample``, ``seed``,
 ``source``) and "variant-level" otherwise (a grid value or node added or removed:
-``node_params``; a validator dropping other variants: ``environment``/``seed``).
+``node_params``; a swept ``[generation]`` value or template name: ``settings``; a validator
+dropping other variants: ``environment``/``seed``).
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ def _one_sided_causes(frame: pl.DataFrame, side: str, other: pl.DataFrame, signa
     record_causes = [name for name, on in (("source", signals.source), ("filter", signals.filter),
                                            ("sample", signals.sample), ("seed", signals.seed and signals.sampling))
                      if on] or ["other"]
-    variant_causes = [name for name, on in (("node_params", bool(signals.nodes)), ("seed", signals.seed))
-                      if on] or ["environment" if signals.known else "other"]
+    variant_signals = (("node_params", bool(signals.nodes)), ("settings", signals.settings), ("seed", signals.seed))
+    variant_causes = [name for name, on in variant_signals if on] or ["environment" if signals.known else "other"]
     counts: dict[str, int] = {}
     for causes, n in ((record_causes, record_level), (variant_causes, variant_level)):
         for cause in causes if n else []:

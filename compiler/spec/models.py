@@ -241,9 +241,14 @@ class Split(Strict):
         return self
 
 
+TEMPLATE_SWEEP = ("a Jinja2 template, or templates swept by name: { grid = { terse = \"...\", full = \"...\" } } "
+                  "or { grid = [...] } (named by index); compiler/settings.py")
+
+
 class Prompt(Strict):
-    template: str = Field(description="Jinja2 template, sandboxed, StrictUndefined")
-    system: str | None = None
+    template: str | dict[str, Any] = Field(description="Jinja2 template, sandboxed, StrictUndefined; or "
+                                                       + TEMPLATE_SWEEP)
+    system: str | dict[str, Any] | None = Field(None, description="the system prompt: " + TEMPLATE_SWEEP)
 
 
 GENERATION_SWEEPABLE = ("max_new_tokens", "temperature", "top_p", "seed")
@@ -301,8 +306,9 @@ class Stage(Strict):
     task: Literal["generate", "text-to-speech", "speech-to-text", "text-to-image"] = "generate"
     backend: str = "model"
     input: str = Field("prompt", description="'prompt' (the item) or an earlier stage id")
-    template: str | None = Field(
-        None, description="a later stage's prompt: Jinja2 over `answer` (the input stage's answer), "
+    template: str | dict[str, Any] | None = Field(
+        None, description="a later stage's prompt (or prompts swept by name, as [prompt]'s): Jinja2 over `answer` "
+                          "(the input stage's answer), "
                           "`attrs` (the item's attributes) and `prompt` (the item's prompt); filter "
                           "`number` reads the first number of a text, in digits or words. Default: "
                           "the answer itself")
