@@ -109,16 +109,38 @@ def prompts(judge: Judge, cases: Sequence[Case]) -> list[ModelPrompt]:
     return out
 
 
+_OUT_OF = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+)", re.IGNORECASE)
+
+
+def read_scale(answer: str, low: int, high: int) -> int | None:
+    """The one whole number in the answer, or the N of an "N out of HIGH" / "N/HIGH"; None
+    otherwise. The first number alone would read "On a scale of 1 to 10, 8" as 1: an answer
+    with several numbers and no such form is unreadable (listed), never guessed."""
+    numbers = _NUMBER.findall(answer)
+    rated = [m.group(1) for m in _OUT_OF.finditer(answer) if int(m.group(2)) == high]
+    candidates = rated if rated else numbers
+    if len(set(candidates)) != 1 or "." in candidates[0]:
+        return None
+    score = int(candidates[0])
+    return score if low <= score <= high else None
+
+
+def read_yes_no(answer: str) -> str | None:
+    """The answer's first word when it is yes or no and the other word appears nowhere in it:
+    a hedge ("Yes and no", "Yes, but no.") is unreadable, not a yes."""
+    first = yes_no(answer)
+    other = {"yes": "no", "no": "yes"}.get(first or "")
+    if other is None or re.search(rf"\b{other}\b", answer, re.IGNORECASE):
+        return None
+    return first
+
+
 def parse(judge: Judge, answer: str) -> Value | None:
     """The judge's answer read by its parser, or None when it cannot be read."""
     if judge.parser == "yes_no":
-        return yes_no(answer)
+        return read_yes_no(answer)
     if judge.parser == "scale":
-        found = _NUMBER.search(answer)
-        if found is None or "." in found.group():
-            return None
-        score = int(found.group())
-        return score if judge.scale_min <= score <= judge.scale_max else None
+        return read_scale(answer, judge.scale_min, judge.scale_max)
     line = next((part for part in answer.strip().splitlines() if part.strip()), "")
     word = line.strip().strip(string.punctuation + string.whitespace + "\"'").casefold()
     return next((label for label in judge.labels if label.casefold() == word), None)

@@ -245,3 +245,24 @@ def test_koala_contextualization_with_a_rule_judge(tmp_path: Path) -> None:
     assert any("mean contextualisation 6.67" in n for n in result["notes"])
     judge = result["details"]["judges"][0]
     assert judge["prompt_version"] == "koala-appB" and judge["parser"] == {"kind": "scale", "min": 1, "max": 10}
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("8", 8), ("8/10", 8), ("I give it 2 out of 10", 2), ("Score: 7", 7),
+    ("On a scale of 1 to 10, I'd say 8", None),  # the first number is the scale's: never guessed
+    ("Rating: 7. Reason: 3 issues", None), ("Score: 2 out of 5", None), ("4.5", None), ("11", None), ("", None),
+])
+def test_a_scale_is_read_only_when_one_number_is_the_rating(answer: str, expected: int | None) -> None:
+    from benchc.runtime.judges import read_scale
+
+    assert read_scale(answer, 1, 10) == expected
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("Yes.", "yes"), ("No, it asks about a picture.", "no"), ("yes and no", None), ("Yes, but no.", None),
+    ("Perhaps.", None), ("There is no dog", None),
+])
+def test_a_yes_no_judge_never_reads_a_hedge_as_yes(answer: str, expected: str | None) -> None:
+    from benchc.runtime.judges import read_yes_no
+
+    assert read_yes_no(answer) == expected
