@@ -28,7 +28,7 @@ lint: setup
 # The tests of every backend that loads models through transformers, under the 5.x the GPU
 # machines run (4.57 is pinned in .venv); no torchvision either way.
 TF5 := .tf5
-TF5_TESTS := tests/test_hf_families.py tests/test_hf_backend.py tests/test_hf_prefix.py \
+TF5_TESTS := tests/test_hf_families.py tests/test_hf_backend.py tests/test_hf_prefix.py tests/test_hf_decode.py \
 	tests/test_batch_order.py tests/test_hf_captioners.py tests/test_clip_embed.py tests/test_speech_backends.py \
 	tests/test_t2i_backend.py tests/test_gpu_throughput_cpu.py tests/test_model_steps_e2e.py
 test-transformers5: setup

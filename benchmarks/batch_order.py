@@ -94,13 +94,13 @@ def measure(backend: Any, requests: list[Any], order: str, work: Path, run: int)
     from benchc.runtime.store import ResponseStore
 
     batches: list[list[Any]] = []
-    answer = backend.run_batch
+    answer = backend.run_encoded  # what the executor calls for each batch (encoded ahead)
 
-    def recording(batch: list[Any], load_media: Any) -> list[Any]:
+    def recording(batch: list[Any], encoded: Any, load_media: Any) -> list[Any]:
         batches.append(batch)
-        return answer(batch, load_media)
+        return answer(batch, encoded, load_media)
 
-    backend.run_batch = recording
+    backend.run_encoded = recording
     ordering = backend.batch_order
     if order == "manifest":
         backend.batch_order = lambda pending, load_media: pending
@@ -112,7 +112,7 @@ def measure(backend: Any, requests: list[Any], order: str, work: Path, run: int)
         stored = store.get_many({r.key: r for r in requests})
     finally:
         store.close()
-        backend.run_batch, backend.batch_order = answer, ordering
+        backend.run_encoded, backend.batch_order = answer, ordering
     masks = [backend._inputs(batch, _no_media)["attention_mask"] for batch in batches]
     return Measured(order, len(batches), sum(m.numel() for m in masks), sum(int((m == 0).sum()) for m in masks),
                     seconds, {k: v.text or "" for k, v in stored.items()})

@@ -4,15 +4,17 @@ On one H200, from the repository root, with the wheels named at the end of this 
 
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
       PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 timeout 480 python3 benchmarks/gpu_throughput.py \\
-      --shape llava-1.5-7b --device cuda --samples 256 --batch-sizes 128 --json $OUT/gpu_throughput.json
+      --shape llava-1.5-7b --device cuda --samples 256 --batch-sizes 128 --repeats 2 \\
+      --json $OUT/gpu_throughput.json
 
-Sized for a 15-minute lease (not yet run on a GPU; estimates from design.md's figures): about 3
-to 4 minutes, killed at 8. Building the 7B model on the GPU, saving it (14 GB), hashing it
-(benchc's fingerprint) and loading it back through the backend: 1 to 2.5 minutes. ``--samples
-256`` makes each batched row 2 batches of 128 (~8 to 10 s at the design's 24 to 32 samples/s,
-plus a ~3 s warm-up), six rows in all; the one-at-a-time row runs ``--per-sample 8`` (~8 s).
-Each extra batch size in ``--batch-sizes`` loads the checkpoint once more (~30 s) and adds five
-rows (~60 s). Rows are printed as they are measured, so a run cut short still shows them.
+Sized for a 15-minute lease (not yet run on a GPU; estimates from design.md's figures): about 6
+minutes, killed at 8. Building the 7B model on the GPU, saving it (14 GB), hashing it (benchc's
+fingerprint) and loading it back through the backend: 1 to 2.5 minutes. ``--samples 256`` makes
+each batched pass 2 batches of 128 (~8 to 10 s at the design's 24 to 32 samples/s); with one
+warm-up and ``--repeats 2`` each of the nine ways runs three times (the compiled decoding's
+warm-up also compiles, about a minute). Each extra batch size in ``--batch-sizes`` loads the
+checkpoint once more and repeats all of it. Each workload's rows are printed as soon as its
+rounds end, so a run cut short still shows those measured.
 
 The workload is the design's (``../shared/reference/design.md``, "Performance anchors"): a
 LLaVA-1.5-7B-shaped model with random weights (bf16 on a GPU), 617 input tokens per request
@@ -40,7 +42,11 @@ How
    - benchc's runtime: what ``benchc run`` does for one stage once the backend is loaded: request
      keys from the backend's fingerprint, a fresh ``ResponseStore`` (SQLite), ``store.missing``,
      ``executor.execute`` (batches of N; the backend reads each PNG from the compile cache,
-     decodes it and runs the processor; each batch committed to the store), ``store.get_many``.
+     decodes it and runs the processor, for the next batch on a helper thread while this one
+     generates; each batch committed to the store), ``store.get_many``;
+   - on the independent workload, benchc's runtime again with each ``--decode`` mode other than
+     dynamic: ``decode=static`` (a preallocated cache) and ``decode=compiled`` (static, each
+     decoding step compiled with torch.compile), the same requests under other request keys.
    Both batched ways run on two workloads of ``--samples`` requests each: *independent* (one
    image per request) and *consistency* (groups of 3 to 5 prompts on one image, as MERLIM's 5
    prompts per image or MM-R3's rephrasings). On the consistency workload benchc's runtime runs
@@ -50,14 +56,20 @@ How
    computed once and its KV cache repeated for the group (``batch_repeat_interleave``), then
    ``generate()`` (../shared/tools/gpu_anchor2.py's method; its answers are compared with the
    unshared ones and the count printed, not asserted: bf16 rounding differs with the shapes).
-   Each ``generate()`` way is warmed up once on its first batch (2 new tokens) before its timing;
-   benchc's runtime runs right after batched ``generate()``, on the same model and shapes.
+   The ways of a workload are timed by ``harness.interleaved``: each once untimed (a warm-up:
+   first-call costs, the compile), then ``--repeats`` rounds of every way once, in turn, so that a
+   slow spell of a shared machine falls on all of them alike; each row gives the median and the
+   spread (slowest to fastest repeat). benchc's runtime uses a fresh response store each time.
 4. The compute bound, as gpu_anchor.py computes it: FLOPs per sample = 2 x vision parameters x
    577 + 2 x language parameters (embeddings and head included) x (input + new tokens), against
    the measured rate of an 8192^3 bf16 matrix product on this GPU ('n/a' on a CPU).
 
-Printed: a table (workload, method, batch, samples, seconds, samples/s, x per-sample, % of the
-bound), whether benchc's answers equal batched ``generate()``'s for the same requests (they
+Printed: a table (workload, method, batch, samples, median seconds, samples/s at the median, the
+spread, x per-sample, % of the bound); CHECK lines for the ratios that hold on any device, judged
+across the spreads (MET, NOT met, or undecided when the spreads straddle the target): benchc's
+runtime >= 0.95x batched ``generate()`` on the same batches, ``share_prefix`` >= 1.5x benchc
+unshared and >= 0.8x the shared-prefix reference; a RANK line (share_prefix against unshared,
+only when the spreads are apart); whether benchc's answers equal batched ``generate()``'s for the same requests (they
 must: greedy, same batch size, and every request of the same length and image size, so benchc's
 length ordering (runtime/backends/hf_batching.py, timed with the rest) pads nothing either way;
 it only changes which equal-shaped rows share a batch), and a verdict against the targets, which apply to an H200 only:
@@ -68,10 +80,12 @@ verdict reads the measured numbers: the best benchc consistency row against the 
 
 Usage: .venv/bin/python benchmarks/gpu_throughput.py [--shape {llava-1.5-7b,tiny}]
            [--device cuda|cpu] [--samples 256] [--batch-sizes 64 128] [--dtype bfloat16]
-           [--per-sample 8] [--input-tokens 617] [--new-tokens 32] [--seed 0] [--json PATH]
+           [--per-sample 8] [--input-tokens 617] [--new-tokens 32] [--seed 0] [--repeats 5]
+           [--decode dynamic static compiled] [--json PATH]
 CPU check: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gpu_throughput.py --shape tiny --device cpu
-           --samples 16 --batch-sizes 4 8 --per-sample 4 (kept in results/gpu_throughput_cpu_tiny.txt;
-           on a busy machine, one thread avoids OpenMP threads waiting on each other: 10x faster)
+           --samples 64 --batch-sizes 8 --per-sample 4 (kept in results/gpu_throughput_cpu_tiny.txt;
+           one torch thread leaves the second core to the helper thread that encodes ahead, and
+           on a busy machine avoids OpenMP threads waiting on each other)
 
 On a machine without benchc installed (the H200's python3), the script finds benchc's source
 beside it. The H200 image has torch, transformers (5.17) and most of what benchc imports, but
@@ -97,9 +111,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness import Measured, Method, check_ratio, faster, interleaved, load_average
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -113,6 +129,9 @@ SPECIALS = {0: "<unk>", 1: "<s>", 2: "</s>", 3: "USER:", 4: "ASSISTANT:", IMAGE_
 FIRST_WORD = 5  # prompt words are w5 .. w31999
 TARGET_RATE, TARGET_BOUND_SHARE, TARGET_VS_BATCHED = 45.0, 0.60, 2.0
 REFERENCE = "reference: generate(), image prefix shared"
+BENCHC = "benchc runtime (hf backend + executor + store)"
+BENCHC_SHARED = "benchc runtime, share_prefix=true"
+TARGET_OVERHEAD, TARGET_SHARED_VS_UNSHARED, TARGET_SHARED_VS_REFERENCE = 0.95, 1.5, 0.8  # any device
 SHAPES: dict[str, tuple[dict[str, int], dict[str, int]]] = {  # (vision, language), as gpu_anchor.py
     "llava-1.5-7b": (
         {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
@@ -321,15 +340,26 @@ def stack(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 @dataclass
 class Row:
+    """One method's repeats (``harness.interleaved``): ``seconds`` is their median."""
+
     workload: str
     method: str
     batch: int
     samples: int
     seconds: float
+    runs: list[float]
 
     @property
     def rate(self) -> float:
         return self.samples / self.seconds
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """(lowest, highest) samples/s over the repeats."""
+        return self.samples / max(self.runs), self.samples / min(self.runs)
+
+    def measured(self) -> Measured:
+        return Measured(self.method, self.samples, list(self.runs))
 
 
 def timed(device: Any, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -359,17 +389,15 @@ def generate(model: Any, tokenizer: Any, batch: dict[str, Any], new_tokens: int,
 
 def run_generate(model: Any, tokenizer: Any, encoded: list[dict[str, Any]], batch_size: int,
                  new_tokens: int) -> tuple[float, list[str]]:
-    """Batched ``generate()`` over ``encoded`` in order, after a warm-up on the first batch."""
+    """Batched ``generate()`` over ``encoded`` in order."""
     batches = [stack(encoded[i:i + batch_size]) for i in range(0, len(encoded), batch_size)]
-    generate(model, tokenizer, batches[0], min(2, new_tokens))
     return timed(model.device, lambda: [a for b in batches for a in generate(model, tokenizer, b, new_tokens)])
 
 
-def run_one_at_a_time(model: Any, tokenizer: Any, encoded: list[dict[str, Any]], new_tokens: int) -> float:
-    """``generate()`` on one request after another, as the reference scripts run, after a warm-up."""
-    generate(model, tokenizer, encoded[0], min(2, new_tokens))
-    seconds, _ = timed(model.device, lambda: [generate(model, tokenizer, e, new_tokens) for e in encoded])
-    return seconds
+def run_one_at_a_time(model: Any, tokenizer: Any, encoded: list[dict[str, Any]],
+                      new_tokens: int) -> tuple[float, list[str]]:
+    """``generate()`` on one request after another, as the reference scripts run."""
+    return timed(model.device, lambda: [a for e in encoded for a in generate(model, tokenizer, e, new_tokens)])
 
 
 def run_shared_prefix(model: Any, tokenizer: Any, workload: Workload, encoded: list[dict[str, Any]],
@@ -401,7 +429,6 @@ def run_shared_prefix(model: Any, tokenizer: Any, workload: Workload, encoded: l
                                tokens, past_key_values=cache)
         return list(zip(members, answers))
 
-    one(*chunks[0], min(2, new_tokens))
     seconds, pairs = timed(model.device, lambda: [p for c in chunks for p in one(*c, new_tokens)])
     return seconds, [a for _, a in sorted(pairs)]
 
@@ -496,6 +523,7 @@ class Agreement:
     distinct: int
     shared_equal: int | None = None
     benchc_shared_equal: int | None = None  # benchc with share_prefix=true (consistency workload)
+    decode_equal: dict[str, int] = field(default_factory=dict)  # benchc with decode=MODE, by mode
     benchc: list[str] | None = None     # the answers, in request order (written to --json)
     generate: list[str] | None = None
 
@@ -517,41 +545,62 @@ def measure_batch_size(args: argparse.Namespace, folder: Path, work: Path, batch
 
 def measure_workload(args: argparse.Namespace, backend: Any, work: Path, batch: int, first: bool,
                      workload: Workload, shas: list[str], rows: list[Row]) -> Agreement:
+    """Every way of running ``workload`` at ``batch``, interleaved ``--repeats`` times after a
+    warm-up (``harness.interleaved``); one row each, printed as it is measured."""
     model, tokenizer, name = backend.model, backend.processor.tokenizer, workload.name
     encoded = encode(backend.processor, workload, args.input_tokens)
+    stores = work / f"stores-{name}-{batch}"
+
+    def benchc(label: str, **options: Any) -> Callable[[int], tuple[float, list[str]]]:
+        def run(index: int) -> tuple[float, list[str]]:
+            saved = {k: getattr(backend, k) for k in options}
+            for k, v in options.items():  # the same loaded model with other options (other request keys)
+                setattr(backend, k, v)
+            try:  # a fresh response store per repeat: every repeat answers every request
+                return run_benchc(backend, workload, shas, work / "cache", stores / f"{label}-{index}", args.device)
+            finally:
+                for k, v in saved.items():
+                    setattr(backend, k, v)
+        return run
+
+    methods: list[Method] = []
     if first and name == "independent":
-        seconds = run_one_at_a_time(model, tokenizer, encoded[:args.per_sample], args.new_tokens)
-        add(rows, Row(name, "generate(), one sample at a time", 1, args.per_sample, seconds))
-    seconds, reference = run_generate(model, tokenizer, encoded, batch, args.new_tokens)
-    method = "generate(), batched" + (", no sharing" if name == "consistency" else "")
-    add(rows, Row(name, method, batch, len(encoded), seconds))
-    seconds, answers = run_benchc(backend, workload, shas, work / "cache", work / f"store-{name}-{batch}",
-                                  args.device)
-    add(rows, Row(name, "benchc runtime (hf backend + executor + store)", batch, len(answers), seconds))
+        one = encoded[:args.per_sample]
+        methods.append(Method("generate(), one sample at a time",
+                              lambda _: run_one_at_a_time(model, tokenizer, one, args.new_tokens), len(one)))
+    batched = "generate(), batched" + (", no sharing" if name == "consistency" else "")
+    methods.append(Method(batched,
+                          lambda _: run_generate(model, tokenizer, encoded, batch, args.new_tokens), len(encoded)))
+    methods.append(Method(BENCHC, benchc("plain"), len(encoded)))
+    if name == "independent":
+        methods += [Method(f"benchc runtime, decode={mode}", benchc(mode, decode=mode), len(encoded))
+                    for mode in args.decode if mode != "dynamic"]
+    if name == "consistency":
+        methods.append(Method(BENCHC_SHARED, benchc("shared", share_prefix=True), len(encoded)))
+        methods.append(Method(REFERENCE, lambda _: run_shared_prefix(model, tokenizer, workload, encoded, batch,
+                                                                     args.new_tokens), len(encoded)))
+    log(f"  {name}: {len(methods)} ways, warm-up then {args.repeats} interleaved rounds ...")
+    measured = interleaved(methods, args.repeats, warmup=1)
+    for m in measured:
+        add(rows, Row(name, m.name, 1 if m.name.endswith("at a time") else batch, m.work, m.median, m.seconds))
+    results = {m.name: m.result for m in measured}
+    reference = results[batched]
+    answers = results[BENCHC]
     agreement = Agreement(name, batch, sum(a == b for a, b in zip(answers, reference)), len(reference),
                           len(set(reference)), benchc=answers, generate=reference)
+    agreement.decode_equal = {m.name.split("decode=")[1]: sum(a == b for a, b in zip(m.result, reference))
+                              for m in measured if "decode=" in m.name}
     if name == "consistency":
-        backend.share_prefix = True  # the same loaded model with share_prefix=true (other request keys)
-        try:
-            seconds, shared_answers = run_benchc(backend, workload, shas, work / "cache",
-                                                 work / f"store-{name}-{batch}-shared", args.device)
-        finally:
-            backend.share_prefix = False
-        add(rows, Row(name, "benchc runtime, share_prefix=true", batch, len(shared_answers), seconds))
-        agreement.benchc_shared_equal = sum(a == b for a, b in zip(shared_answers, reference))
-        try:  # a reference, not a target: its failure must not cost the rows above
-            seconds, shared = run_shared_prefix(model, tokenizer, workload, encoded, batch, args.new_tokens)
-        except Exception as exc:  # noqa: BLE001
-            log(f"  reference: generate() with the image prefix shared FAILED: {exc!r}"[:400])
-        else:
-            add(rows, Row(name, REFERENCE, batch, len(shared), seconds))
-            agreement.shared_equal = sum(a == b for a, b in zip(shared, reference))
+        agreement.benchc_shared_equal = sum(a == b for a, b in zip(results[BENCHC_SHARED], reference))
+        agreement.shared_equal = sum(a == b for a, b in zip(results[REFERENCE], reference))
     return agreement
 
 
 def add(rows: list[Row], row: Row) -> None:
     rows.append(row)
-    log(f"  {row.workload:12s} {row.method:48s} batch {row.batch:4d}: {row.rate:8.2f} samples/s")
+    low, high = row.spread
+    log(f"  {row.workload:12s} {row.method:48s} batch {row.batch:4d}: {row.rate:8.2f} samples/s "
+        f"(spread {low:.2f}-{high:.2f})")
 
 
 def log(text: str) -> None:
@@ -562,12 +611,13 @@ def log(text: str) -> None:
 
 def report(rows: list[Row], agreements: list[Agreement], bound: Bound) -> None:
     per_sample = next(r.rate for r in rows if r.batch == 1)
-    print(f"\n{'workload':12s} {'method':48s} {'batch':>5s} {'samples':>7s} {'seconds':>8s} "
-          f"{'samples/s':>9s} {'x per-sample':>12s} {'% of bound':>10s}")
+    print(f"\n{'workload':12s} {'method':48s} {'batch':>5s} {'samples':>7s} {'median s':>8s} "
+          f"{'samples/s':>9s} {'spread':>15s} {'x per-sample':>12s} {'% of bound':>10s}")
     for r in rows:
         share = f"{r.rate / bound.rate:.1%}" if bound.rate else "n/a"
+        low, high = r.spread
         print(f"{r.workload:12s} {r.method:48s} {r.batch:5d} {r.samples:7d} {r.seconds:8.2f} "
-              f"{r.rate:9.2f} {r.rate / per_sample:11.2f}x {share:>10s}")
+              f"{r.rate:9.2f} {f'{low:.2f}-{high:.2f}':>15s} {r.rate / per_sample:11.2f}x {share:>10s}")
     bound_text = (f"{bound.rate:.1f} samples/s ({bound.tflop_per_sample:.2f} TFLOP per sample at the measured "
                   f"{bound.matmul_tflops:.0f} TFLOP/s bf16 matmul rate)" if bound.rate else
                   f"n/a on a CPU ({bound.tflop_per_sample * 1000:.2f} GFLOP per sample)")
@@ -577,8 +627,33 @@ def report(rows: list[Row], agreements: list[Agreement], bound: Bound) -> None:
             if a.shared_equal is not None else ""
         if a.benchc_shared_equal is not None:
             shared += f"; benchc share_prefix=true equal to batched generate(): {a.benchc_shared_equal}/{a.total}"
+        for mode, equal in a.decode_equal.items():
+            shared += f"; benchc decode={mode} equal to batched generate(): {equal}/{a.total}"
         print(f"answers, {a.workload}, batch {a.batch}: benchc runtime equal to batched generate(): "
               f"{a.benchc_equal}/{a.total} ({a.distinct} distinct answers){shared}")
+
+
+def ratio_checks(rows: list[Row]) -> list[str]:
+    """The issue's ratios at each batch size, judged across the repeats' spreads (``harness``):
+    benchc's runtime against batched ``generate()`` on the same batches (>= 0.95x), and
+    ``share_prefix`` against benchc unshared (>= 1.5x) and the shared-prefix reference (>= 0.8x)."""
+    lines = []
+    for batch in sorted({r.batch for r in rows if r.batch > 1}):
+        def row(workload: str, method: str, batch: int = batch) -> Row | None:
+            return next((r for r in rows if (r.workload, r.method, r.batch) == (workload, method, batch)), None)
+        pairs = [("independent", BENCHC, "independent", "generate(), batched", TARGET_OVERHEAD),
+                 ("consistency", BENCHC, "consistency", "generate(), batched, no sharing", TARGET_OVERHEAD),
+                 ("consistency", BENCHC_SHARED, "consistency", BENCHC, TARGET_SHARED_VS_UNSHARED),
+                 ("consistency", BENCHC_SHARED, "consistency", REFERENCE, TARGET_SHARED_VS_REFERENCE)]
+        for wa, ma, wb, mb, target in pairs:
+            a, b = row(wa, ma), row(wb, mb)
+            if a is not None and b is not None:
+                check = check_ratio(f"batch {batch}, {wa}: {ma} / {mb}", a.measured(), b.measured(), target)
+                lines.append(f"CHECK {check.line()}")
+        a, b = row("consistency", BENCHC_SHARED), row("consistency", BENCHC)
+        if a is not None and b is not None:
+            lines.append(f"RANK batch {batch}: {faster(a.measured(), b.measured())}")
+    return lines
 
 
 def verdict(rows: list[Row], agreements: list[Agreement], bound: Bound, on_gpu: bool) -> str:
@@ -589,7 +664,8 @@ def verdict(rows: list[Row], agreements: list[Agreement], bound: Bound, on_gpu: 
     mine = best("consistency", "benchc")
     same_batch = next(r for r in rows if r.workload == "independent" and r.method.startswith("benchc")
                       and r.batch == mine.batch)
-    equal = all(a.benchc_equal == a.total and a.benchc_shared_equal in (None, a.total) for a in agreements)
+    equal = all(a.benchc_equal == a.total and a.benchc_shared_equal in (None, a.total)
+                and all(n == a.total for n in a.decode_equal.values()) for a in agreements)
     sharing = f"{mine.rate / same_batch.rate:.2f}x its independent rate (about 1x when nothing is shared)"
     answers = "benchc's answers equal generate()'s" if equal else "benchc's answers DIFFER from generate()'s"
     if not (on_gpu and bound.rate):
@@ -625,6 +701,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--input-tokens", type=int, default=617, help="per request, image tokens included")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--decode", nargs="+", choices=["dynamic", "static", "compiled"],
+                        default=["dynamic", "static", "compiled"],
+                        help="the hf backend's decode modes timed on the independent workload (each compiled "
+                             "batch size compiles once, in the warm-up)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="interleaved timed rounds per batch size and workload, after one warm-up")
     parser.add_argument("--json", type=Path, default=None, help="also write rows and answers' agreement here")
     args = parser.parse_args()
     args.device = torch.device(args.device)
@@ -651,7 +733,7 @@ def main() -> None:
     args = parse_args()
     import_benchc()
     header(args)
-    started, load = time.perf_counter(), os.getloadavg()[0]
+    started, load = time.perf_counter(), load_average()
     with tempfile.TemporaryDirectory(prefix="benchc-gpu-throughput-") as tmp:
         work, folder = Path(tmp), Path(tmp) / "model"
         log(f"building the {args.shape} model with random weights on {args.device} and saving it ...")
@@ -675,7 +757,9 @@ def main() -> None:
     if args.device.type == "cuda":
         print(f"peak GPU memory {torch.cuda.max_memory_allocated(args.device) / 2**30:.1f} GiB")
     print(f"(whole script: {time.perf_counter() - started:.0f} s; 1-minute load average {load:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs: other processes slow a CPU run)")
+          f"{load_average():.1f} at the end, on {os.cpu_count()} CPUs: other processes slow a CPU run)")
+    for line in ratio_checks(rows):
+        print(line)
     print(verdict(rows, agreements, bound, args.device.type == "cuda"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

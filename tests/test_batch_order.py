@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ from PIL import Image
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Backend, Request, Response, make_backend
 from benchc.runtime.backends.base import MediaLoader
-from benchc.runtime.backends.hf_batching import batch_order, image_areas
+from benchc.runtime.backends.hf_batching import batch_order, image_areas, pack_groups
 from benchc.runtime.executor import execute
 from benchc.runtime.store import ResponseStore
 from support.tiny_families import FAMILIES
@@ -130,16 +131,18 @@ def _varied_requests(n: int) -> list[Request]:
 
 
 class _Spy:
-    """Wraps a backend's ``run_batch`` to record each batch's request keys."""
+    """Wraps a backend's ``run_encoded`` (what the executor calls for a batch it encoded ahead)
+    to record each batch's request keys; ``run`` answers a batch as ``run_batch`` does."""
 
     def __init__(self, backend: Backend) -> None:
         self.batches: list[list[str]] = []
         self.run = backend.run_batch
-        backend.run_batch = self  # type: ignore[method-assign]
+        self.run_encoded = backend.run_encoded
+        backend.run_encoded = self  # type: ignore[method-assign]
 
-    def __call__(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+    def __call__(self, requests: list[Request], encoded: Any, load_media: MediaLoader) -> list[Response]:
         self.batches.append([r.key for r in requests])
-        return self.run(requests, load_media)
+        return self.run_encoded(requests, encoded, load_media)
 
 
 class _Media:
@@ -203,3 +206,19 @@ def test_the_batch_order_benchmark_runs_and_both_orders_answer_alike() -> None:
     assert manifest[0] == "manifest" and length[0] == "length"
     assert int(length[3]) < int(manifest[3])  # fewer pad tokens
     assert lines[-1] == "answers equal under both orders: 348 of 348"
+
+
+def test_share_prefix_batches_never_split_a_group_that_fits() -> None:
+    sizes = {"a": 3, "b": 4, "c": 5, "d": 1, "e": 9, "f": 2}
+    ordered = [_request(10 * n + i, image=image) for n, (image, size) in enumerate(sizes.items()) for i in range(size)]
+    batches = pack_groups(ordered, 8)
+    assert sorted(r.key for b in batches for r in b) == sorted(r.key for r in ordered)  # each once
+    assert all(0 < len(b) <= 8 for b in batches)
+    for image, size in sizes.items():
+        holding = [i for i, b in enumerate(batches) for r in b if r.media[0][1] == image]
+        if size <= 8:
+            assert len(set(holding)) == 1, (image, batches)  # the whole group in one batch
+    e_batches = sorted(sum(r.media[0][1] == "e" for r in b) for b in batches if any(r.media[0][1] == "e" for r in b))
+    assert e_batches == [1, 8]  # a group larger than the batch fills one whole batch, the rest goes on
+    assert [[r.media[0][1] for r in b] for b in pack_groups(ordered[:7], 8)] == [["a"] * 3 + ["b"] * 4]
+    assert pack_groups([], 8) == []

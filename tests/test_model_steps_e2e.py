@@ -112,20 +112,20 @@ def test_an_interrupted_compile_resumes_from_the_response_store(tmp_path: Path, 
                             data_roots=roots, overrides=n, progress=False)
     assert reference.model_calls == 8  # four nodes, one batch of two prompts each
 
-    real, batches = HFVision.run_batch, []
+    real, batches = HFVision.run_encoded, []  # what the executor calls for each batch (encoded ahead)
 
-    def interrupted(self: HFVision, requests: list, load_media: object) -> list:
+    def interrupted(self: HFVision, requests: list, encoded: object, load_media: object) -> list:
         batches.append(len(requests))
         if len(batches) == 3:
             raise KeyboardInterrupt
-        return real(self, requests, load_media)
+        return real(self, requests, encoded, load_media)
 
-    monkeypatch.setattr(HFVision, "run_batch", interrupted)
+    monkeypatch.setattr(HFVision, "run_encoded", interrupted)
     with pytest.raises(KeyboardInterrupt):
         api.compile(MMCBENCH, tmp_path / "m", cache_dir=tmp_path / "c", store_dir=tmp_path / "s",
                     data_roots=roots, overrides=n, progress=False)
     assert not (tmp_path / "m").exists()
-    monkeypatch.setattr(HFVision, "run_batch", real)
+    monkeypatch.setattr(HFVision, "run_encoded", real)
     resumed = api.compile(MMCBENCH, tmp_path / "m", cache_dir=tmp_path / "c", store_dir=tmp_path / "s",
                           data_roots=roots, overrides=n, progress=False)
     assert resumed.model_calls == 4  # the two batches committed before the interruption are not asked again

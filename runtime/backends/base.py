@@ -246,6 +246,9 @@ class Backend(ABC):
     batch_size: ClassVar[int] = 1
     process_parallel: ClassVar[bool] = False
     """True when several worker processes may each load this backend (CPU engines)."""
+    encodes_ahead: ClassVar[bool] = False
+    """True when ``encode_batch`` does work worth a helper thread (the in-process executor then
+    encodes the next batch while this one runs)."""
     target_is_path: ClassVar[bool] = False
     """True when the target names a file or folder (``hf:/models/llava``): model steps at compile
     time look a relative one up in the spec's data roots."""
@@ -263,6 +266,26 @@ class Backend(ABC):
 
     @abstractmethod
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]: ...
+
+    def encode_batch(self, requests: list[Request], load_media: MediaLoader) -> Any:
+        """The CPU work of a batch that can be done ahead (decoding its media, tokenizing, image
+        processing), or None where there is none. The in-process executor calls it on a helper
+        thread for the next batch while this one generates, and hands the result to
+        ``run_encoded`` (``encodes_ahead`` backends only): a GPU, or the torch thread on a CPU,
+        then never waits for a PNG decoder or an image processor."""
+        return None
+
+    def run_encoded(self, requests: list[Request], encoded: Any, load_media: MediaLoader) -> list[Response]:
+        """``run_batch`` given ``encode_batch``'s result for the same requests; the answers must
+        be exactly ``run_batch``'s."""
+        return self.run_batch(requests, load_media)
+
+    def plan_batches(self, requests: list[Request], load_media: MediaLoader) -> list[list[Request]]:
+        """The batches the executor sends: ``batch_order``'s order cut every ``batch_size``
+        requests. A backend whose requests gain from meeting in one batch (``hf`` with
+        ``share_prefix``: a group's prompts about one image) cuts otherwise."""
+        ordered, size = self.batch_order(requests, load_media), max(1, self.batch_size)
+        return [ordered[start:start + size] for start in range(0, len(ordered), size)]
 
     def batch_order(self, requests: list[Request], load_media: MediaLoader) -> list[Request]:
         """The order in which the executor cuts ``requests`` into batches of ``batch_size``. This

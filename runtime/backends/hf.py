@@ -80,6 +80,23 @@ request that still does not fit fails with one BackendError. Each split is count
 the answers of a split batch are those of smaller batches; the fingerprint keeps the configured
 ``batch_size`` (the user's setting, and what the run would use given the memory).
 
+Decoding (``decode=``): ``dynamic`` (the default) grows the key/value cache token by token, as
+plain ``generate()`` does. ``static`` preallocates it (transformers' ``cache_implementation=
+"static"``; the cache is kept between batches of one size and grown only for a longer one, the
+longest batch coming first), and ``compiled`` also compiles each decoding step with
+``torch.compile`` (on a GPU with CUDA graphs, transformers' default; elsewhere inductor's default
+mode): the first batch pays a compile of about a minute, and a batch of a new size another. Both
+attend over the preallocated length with the unused part masked, which changes the order of
+floating-point sums, so ``decode`` enters the fingerprint; on the tiny models of the tests the
+answers equal the dynamic ones (``tests/test_hf_decode.py``). They cannot be combined with
+``share_prefix``, whose shared prefix is a dynamic cache.
+
+Continuous batching (transformers' ``generate_batch`` with paged attention, 4.57 and 5.17) is not
+offered: it takes token ids only (``inputs: list[list[int]]``), so it cannot serve an
+image-text-to-text model's pixel values; and for text-only models its scheduler packs into each
+forward pass whatever requests are in flight at that moment, so the shapes, hence the rounding of
+a greedy answer, would depend on timing, and a rerun could answer otherwise.
+
 Sampled requests (temperature > 0) run one at a time, each under its own seed derived from the
 request's content (prompt, system, media, sample index) and ``generation.seed``. A sampled answer
 therefore depends neither on the other requests of its batch nor on the batch size, which is why
@@ -91,10 +108,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -165,6 +183,16 @@ the left, batches cut in manifest order."""
 class HFOptions(BatchedTorchOptions):
     share_prefix: Flag = Field(False, description="compute the shared image prefix of a group's prompts once "
                                                   "(LLaVA-1.5, LLaVA-NeXT)")
+    decode: Literal["dynamic", "static", "compiled"] = Field(
+        "dynamic", description="the key/value cache of decoding: dynamic (grows), static (preallocated), or "
+                               "compiled (static, each decoding step compiled with torch.compile: faster on a "
+                               "GPU after a compile of about a minute); not with share_prefix")
+
+
+DECODE_MODES = {"static": {"cache_implementation": "static", "disable_compile": True},
+                "compiled": {"cache_implementation": "static"}}
+"""``generate`` arguments of each ``decode`` mode other than dynamic (see "Decoding" in the module
+docstring); ``compiled`` also gets a ``CompileConfig`` (``_compile_config``)."""
 
 
 @BACKENDS.add("hf")
@@ -175,6 +203,7 @@ class HFVision(LocalTorchBackend):
     ``hf_captioners`` work with, through its public names."""
 
     tasks = frozenset({"generate"})
+    encodes_ahead = True
     target_help = "/path/to/model (a folder saved with save_pretrained)"
     Options = HFOptions
     opts: HFOptions
@@ -186,10 +215,19 @@ class HFVision(LocalTorchBackend):
         super().__init__(spec, generation)
         self.batch_size = self.opts.batch_size
         self.share_prefix = self.opts.share_prefix
+        self.decode = self.opts.decode
+        if self.share_prefix and self.decode != "dynamic":
+            raise self.bad_option("decode", self.decode, "dynamic with share_prefix=true (a shared prefix's cache "
+                                                         "is a dynamic one; leave decode out, or share_prefix)")
         self.shared_groups = 0
         """How many groups of requests shared an image prefix (``share_prefix``)."""
         self.oom_splits = 0
         """How many times a batch was split in halves after running out of memory (to log)."""
+        self.tokenizer_lock = threading.RLock()
+        """Held while the tokenizer encodes or decodes: the executor encodes the next batch on a
+        helper thread while this one generates and is decoded, and a fast (Rust) tokenizer
+        refuses to be used from two threads at once ("Already borrowed": encoding with padding
+        changes its settings in place)."""
 
     def prepare(self) -> None:
         if self._loaded:
@@ -285,7 +323,9 @@ class HFVision(LocalTorchBackend):
             out["batch_size"] = self.batch_size
             out["batching"] = BATCHING_REVISION
         if self.share_prefix:  # other tensor shapes, other rounding (see hf_prefix)
-            out["share_prefix"] = True
+            out["share_prefix"] = hf_prefix.REVISION
+        if self.decode != "dynamic":  # attention over the preallocated length, compiled kernels: other rounding
+            out["decode"] = self.decode
         if _model_type(str(self.path)) in hf_captioners.CAPTIONER_FAMILIES:
             out["captioner"] = hf_captioners.REVISION
         return out
@@ -359,14 +399,38 @@ class HFVision(LocalTorchBackend):
                                        hf_batching.image_areas(requests, load_media) if sized else None,
                                        self.share_prefix)
 
+    def plan_batches(self, requests: list[Request], load_media: MediaLoader) -> list[list[Request]]:
+        """With ``share_prefix``, greedy batches of whole groups of requests about one image
+        (``hf_batching.pack_groups``); otherwise ``batch_order`` cut every ``batch_size``."""
+        if not self.share_prefix or self.sampling or self.batch_size == 1:
+            return super().plan_batches(requests, load_media)
+        return hf_batching.pack_groups(self.batch_order(requests, load_media), self.batch_size)
+
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         self.prepare()
-        if self.share_prefix and not self.sampling:
-            return self._generate_shared(requests, load_media)
         if self.sampling:
             return [self._generate_or_split([r], load_media, seed=request_seed(r, self.generation.seed))[0]
                     for r in requests]
-        return self._generate_or_split(requests, load_media, seed=None)
+        return self.run_encoded(requests, self.encode_batch(requests, load_media), load_media)
+
+    def encode_batch(self, requests: list[Request], load_media: MediaLoader) -> Any:
+        """Greedy batches: the batch's tensors (each request alone with ``share_prefix``), made
+        ahead of generation (see ``Backend.encode_batch``); sampled requests and captioners are
+        encoded as they run."""
+        if self.sampling or self.family in hf_captioners.CAPTIONER_FAMILIES:
+            return None
+        if self.share_prefix:
+            return hf_prefix.encode_alone(self, requests, load_media)
+        return self._inputs(requests, load_media)
+
+    def run_encoded(self, requests: list[Request], encoded: Any, load_media: MediaLoader) -> list[Response]:
+        self.prepare()
+        if encoded is None:
+            return self.run_batch(requests, load_media) if self.sampling else \
+                self._generate_or_split(requests, load_media, seed=None)
+        if self.share_prefix:
+            return self._generate_shared(requests, load_media, encoded)
+        return self._generate_or_split(requests, load_media, seed=None, inputs=encoded)
 
     def _inputs(self, requests: list[Request], load_media: MediaLoader) -> dict[str, Any]:
         """The batch's tensors: prompts with their images (none for text-only requests)."""
@@ -376,12 +440,13 @@ class HFVision(LocalTorchBackend):
             self.check_images(request, len(shas))
             images += [decode_image(load_media("image", s), s) for s in shas]
             texts.append(self.prompt_text(request, len(shas)))
-        if self.takes_images:
-            encoded = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
-        else:
-            # A chat template writes the special tokens itself; the tokenizer must not add a second BOS.
-            encoded = self.tokenizer(texts, return_tensors="pt", padding=True,
-                                     add_special_tokens=not self._has_chat_template)
+        with self.tokenizer_lock:
+            if self.takes_images:
+                encoded = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+            else:
+                # A chat template writes the special tokens itself; the tokenizer must not add a second BOS.
+                encoded = self.tokenizer(texts, return_tensors="pt", padding=True,
+                                         add_special_tokens=not self._has_chat_template)
         return {k: v for k, v in encoded.items() if k != "token_type_ids" or self._takes("token_type_ids")}
 
     def _takes(self, name: str) -> bool:
@@ -393,12 +458,13 @@ class HFVision(LocalTorchBackend):
         return to_device(self.torch, value, self.device, self.model.dtype)
 
     def _generate_or_split(self, requests: list[Request], load_media: MediaLoader,
-                           seed: int | None) -> list[Response]:
-        """``_generate``, halving the batch after an out-of-memory error down to single requests
-        (see the module docstring)."""
+                           seed: int | None, inputs: dict[str, Any] | None = None) -> list[Response]:
+        """``_generate`` (on ``inputs`` when the batch was encoded ahead), halving the batch after
+        an out-of-memory error down to single requests, each half encoded anew (see the module
+        docstring)."""
         out_of_memory = getattr(self.torch, "OutOfMemoryError", self.torch.cuda.OutOfMemoryError)
         try:
-            return self._generate(requests, load_media, seed)
+            return self._generate(requests, load_media, seed, inputs)
         except out_of_memory:
             pass  # free the failed batch's tensors (held by the traceback) before retrying
         release_memory(self.torch, self.device)
@@ -413,28 +479,36 @@ class HFVision(LocalTorchBackend):
         return (self._generate_or_split(requests[:half], load_media, seed)
                 + self._generate_or_split(requests[half:], load_media, seed))
 
-    def _generate_shared(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
+    def _generate_shared(self, requests: list[Request], load_media: MediaLoader,
+                         encoded: list[hf_prefix.Encoded]) -> list[Response]:
         """Greedy answers with each image's prefix computed once for the requests that share it
-        (``hf_prefix``); the others as one padded batch."""
-        groups, alone = hf_prefix.groups_of(requests, hf_prefix.encode_alone(self, requests, load_media))
+        (``hf_prefix``; ``encoded``: each request encoded alone); the others as one padded batch."""
+        groups, alone = hf_prefix.groups_of(requests, encoded)
         answers: dict[int, Response] = {}
         if alone:
             answers.update(zip(alone, self._generate_or_split([requests[i] for i in alone], load_media, None)))
         for bucket in hf_prefix.buckets_of(groups):
             answers.update((i, Response("text", text=t)) for i, t in hf_prefix.generate_bucket(self, bucket))
-        self.shared_groups += len(groups)
+        self.shared_groups += sum(len(group) > 1 for group in groups)
         return [answers[i] for i in range(len(requests))]
 
-    def _generate(self, requests: list[Request], load_media: MediaLoader, seed: int | None) -> list[Response]:
+    def _generate(self, requests: list[Request], load_media: MediaLoader, seed: int | None,
+                  encoded: dict[str, Any] | None = None) -> list[Response]:
         """One padded ``generate`` call (captioners: ``hf_captioners``)."""
         if self.family in hf_captioners.CAPTIONER_FAMILIES:
             return hf_captioners.generate(self, requests, load_media, seed)
-        inputs = {k: self.to_device(v) for k, v in self._inputs(requests, load_media).items()}
+        if encoded is None:
+            encoded = self._inputs(requests, load_media)
+        inputs = {k: self.to_device(v) for k, v in encoded.items()}
         out = self.run_generate(inputs, seed)
         # Decoder-only models return the prompt then the answer; encoder-decoder ones the answer.
         new_tokens = out if self.encoder_decoder else out[:, inputs["input_ids"].shape[1]:]
-        return [Response("text", text=self.tokenizer.decode(row, skip_special_tokens=True).strip())
-                for row in new_tokens]
+        return [Response("text", text=text) for text in self.decode_rows(new_tokens)]
+
+    def decode_rows(self, token_rows: Any) -> list[str]:
+        """Each row of new tokens as text, special tokens skipped, stripped."""
+        with self.tokenizer_lock:
+            return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in token_rows]
 
     def run_generate(self, inputs: dict[str, Any], seed: int | None, kwargs: dict[str, Any] | None = None) -> Any:
         """``generate`` on tensors already on the device, with ``kwargs`` (default
@@ -452,5 +526,21 @@ class HFVision(LocalTorchBackend):
             kwargs.update(do_sample=True, temperature=g.temperature, top_p=g.top_p)
         else:
             kwargs.update(do_sample=False)
+        if self.decode != "dynamic":
+            kwargs.update(DECODE_MODES[self.decode])
+        if self.decode == "compiled":
+            kwargs["compile_config"] = self._compile_config()
         return kwargs
+
+    def _compile_config(self) -> Any:
+        """How the decoding step is compiled: transformers' defaults (CUDA graphs) on a GPU; on
+        any other device the default inductor mode, which transformers compiles for only when asked
+        (``_compile_all_devices``, its own switch for this), so that the path is checked on a CPU."""
+        from transformers.generation.configuration_utils import CompileConfig
+
+        if self.device.type == "cuda":
+            return CompileConfig()
+        config = CompileConfig(fullgraph=False, mode="default")
+        config._compile_all_devices = True
+        return config
 

@@ -15,7 +15,8 @@ descending, then the request key, which makes a batch's members a function of th
 requests, not of the order of the manifest's rows.
 
 With ``share_prefix=true`` the requests about one image must meet in a batch to share its prefix,
-so they are sorted by their images first, then by length.
+so they are sorted by their images first, then by length, and batches are cut between groups
+(``pack_groups``): whole groups of requests about one image, as many as fit in ``batch_size``.
 
 Sampling requests are generated one at a time (each with its own seed), so their order is kept.
 """
@@ -44,6 +45,30 @@ def batch_order(requests: list[Request], text_tokens: list[int], image_area: dic
         return (request.media, *by_length) if share_prefix else by_length
 
     return [requests[i] for i in sorted(range(len(requests)), key=key)]
+
+
+def pack_groups(ordered: list[Request], size: int) -> list[list[Request]]:
+    """``ordered`` (requests about one image adjacent) cut into batches of at most ``size`` that
+    never split a group of requests about one image, unless the group alone exceeds ``size``
+    (then it fills whole batches first). Groups are packed in order, a new batch begun when the
+    next group does not fit: a group cut in two would encode and prefill its image twice, and its
+    odd request would be answered without sharing."""
+    groups: list[list[Request]] = []
+    for request in ordered:
+        if groups and groups[-1][0].media == request.media:
+            groups[-1].append(request)
+        else:
+            groups.append([request])
+    batches: list[list[Request]] = []
+    current: list[Request] = []
+    for group in groups:
+        whole, rest = len(group) - len(group) % size, group[len(group) - len(group) % size:]
+        batches += [group[start:start + size] for start in range(0, whole, size)]
+        if len(current) + len(rest) > size:
+            batches.append(current)
+            current = []
+        current += rest
+    return [b for b in [*batches, current] if b]
 
 
 def text_tokens(tokenizer: Any, requests: list[Request]) -> list[int]:

@@ -22,6 +22,8 @@ class LoadedModel(Protocol):
     tokenizer: Any
     family: str
     """``config.model_type`` of the folder."""
+    tokenizer_lock: Any
+    """Held while the tokenizer (or processor) encodes or decodes (see ``hf.HFVision``)."""
 
     def check_images(self, request: Request, n_images: int) -> None:
         """Refuse, before any generation, a request with images the model cannot take."""
@@ -33,6 +35,10 @@ class LoadedModel(Protocol):
 
     def to_device(self, value: Any) -> Any:
         """A tensor moved to the model's device (floating-point ones also to its dtype)."""
+        ...
+
+    def decode_rows(self, token_rows: Any) -> list[str]:
+        """Each row of new tokens as the answer's text."""
         ...
 
     def generate_kwargs(self) -> dict[str, Any]:

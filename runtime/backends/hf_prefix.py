@@ -4,6 +4,12 @@ chat template's head, then the image's tokens). That prefix, the image encoder's
 language model's prefill of the 576+ image tokens, is computed once per image; its key/value
 cache is repeated for the group's prompts, and only their differing tails are prefilled.
 
+Every request with an image and a tail goes this way, also one whose image no other request of
+its batch shows (a group of one): then all of a batch's image requests whose prefixes have one
+shape are prefilled in one forward pass and answered by one ``generate`` (one decoding loop per
+batch, not one for the shared groups and another for the rest). The executor cuts batches
+between groups (``hf_batching.pack_groups``), so a group meets in one batch.
+
 Tails of unequal length are padded in the middle (prefix, pads, tail) with the pads masked out;
 ``generate`` derives positions from the attention mask's running sum, so every real token keeps
 the position it has when the prompt is encoded alone and left-padded. The arithmetic is the same
@@ -11,8 +17,25 @@ up to the order of floating-point sums (other tensor shapes), which is why ``sha
 part of the backend's fingerprint.
 
 Only families whose image tokens sit in the prompt with plain 1-D positions qualify: LLaVA-1.5
-and LLaVA-NeXT. (Qwen2-VL's multimodal rotary positions and PaliGemma's bidirectional prefix
-would need their own cache handling.)
+and LLaVA-NeXT. The others, and exactly why:
+
+* Qwen2-VL and Qwen2.5-VL: positions are 3-D (M-RoPE). In ``generate`` a token after the cached
+  part gets ``cache_position + rope_deltas``, where ``rope_deltas`` (one per row, kept on the
+  model) is computed at the prefill from the image grid, and positions are not read from the
+  attention mask; pads between a
+  shared prefix and a tail would therefore shift every tail position (an answer other than the
+  unshared one), and the deltas the prefixes' prefill leaves on the model have one row per group,
+  not per member. Sharing would need tails of equal length and deltas repeated for the members.
+* Idefics3 / SmolVLM: the cache layout would allow it (a Llama decoder, 1-D positions, image
+  features merged into the embeddings), but its processor returns pixel values per request
+  (padded to the batch's largest image count, with a ``pixel_attention_mask``) rather than per
+  image, so ``encode_alone`` would need a per-family split of them; not done, and refused.
+* PaliGemma: its prefix (image and prompt) attends bidirectionally, so a prompt's tail changes
+  the prefix's keys and values: there is no prompt-independent prefix to share.
+* InstructBLIP: its Q-Former reads the prompt, so the image's query tokens differ per prompt;
+  BLIP-2 and InstructBLIP on Flan-T5 feed the image to an encoder, not to a cached prefix.
+  BLIP-2 on OPT would allow it (32 query tokens before the prompt), for a small gain (32 of the
+  prompt's tokens, against LLaVA's 576): not done, and refused.
 """
 
 from __future__ import annotations
@@ -29,6 +52,11 @@ from .hf_loaded import LoadedModel
 from .media import decode_image
 
 SHARING_FAMILIES = ("llava", "llava_next")
+REVISION = 2
+"""Enters the fingerprint (``share_prefix``): a new revision gives new request keys, because what
+shares a forward pass, hence the rounding, changed. 2: groups of one share the batch's forward
+pass and ``generate``, batches are cut between groups; 1 (written ``true``): groups of two or
+more only, batches cut every ``batch_size``."""
 
 
 def check_family(model_type: str) -> None:
@@ -57,7 +85,8 @@ def encode_alone(loaded: LoadedModel, requests: list[Request], load_media: Media
     decoded once and processed once per request that shows it, as in the unshared path)."""
     torch = loaded.torch
     texts, images, counts = _texts_and_images(loaded, requests, load_media)
-    batch = loaded.processor(text=texts, images=images or None)  # lists: no padding, no tensors
+    with loaded.tokenizer_lock:
+        batch = loaded.processor(text=texts, images=images or None)  # lists: no padding, no tensors
     image_token = _image_token(loaded.model.config)
     out, first_image = [], 0
     for index, count in enumerate(counts):
@@ -100,8 +129,8 @@ def _image_token(config: Any) -> int:
 
 
 def groups_of(requests: list[Request], encoded: list[Encoded]) -> tuple[list[list[Encoded]], list[int]]:
-    """Requests that share an image prefix (groups of two or more, in first-seen order), and the
-    indices of the others (no image, or an image asked about once)."""
+    """Requests by image prefix (groups of one or more, in first-seen order), and the indices of
+    the others (no image, or nothing after the image)."""
     by_key: dict[tuple[Any, ...], list[Encoded]] = {}
     alone = []
     for request, enc in zip(requests, encoded):
@@ -110,9 +139,7 @@ def groups_of(requests: list[Request], encoded: list[Encoded]) -> tuple[list[lis
             alone.append(enc.index)
         else:
             by_key.setdefault(key, []).append(enc)
-    groups = [g for g in by_key.values() if len(g) > 1]
-    alone += [g[0].index for g in by_key.values() if len(g) == 1]
-    return groups, sorted(alone)
+    return list(by_key.values()), sorted(alone)
 
 
 def buckets_of(groups: list[list[Encoded]]) -> list[list[list[Encoded]]]:
@@ -138,14 +165,14 @@ def generate_bucket(loaded: LoadedModel, bucket: list[list[Encoded]]) -> list[tu
     members = [enc for group in bucket for enc in group]
     rows = torch.tensor([g for g, group in enumerate(bucket) for _ in group], device=device)
     with torch.inference_mode():
-        cache = loaded.model(input_ids=prefix_ids, **images, use_cache=True).past_key_values
+        # logits_to_keep=1: the prefix's logits are never read, and the LM head over every prefix
+        # position (vocabulary x 577+ tokens) can cost more than the model itself
+        cache = loaded.model(input_ids=prefix_ids, **images, use_cache=True, logits_to_keep=1).past_key_values
         cache.batch_select_indices(rows)
         input_ids, mask = _prefix_pads_tails(torch, members, loaded.tokenizer.pad_token_id)
         out = loaded.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
                                     past_key_values=cache, **loaded.generate_kwargs())
-    new_tokens = out[:, input_ids.shape[1]:]
-    return [(enc.index, loaded.tokenizer.decode(row, skip_special_tokens=True).strip())
-            for enc, row in zip(members, new_tokens)]
+    return list(zip((enc.index for enc in members), loaded.decode_rows(out[:, input_ids.shape[1]:])))
 
 
 def _prefix_pads_tails(torch: Any, members: list[Encoded], pad_id: int) -> tuple[Any, Any]:
