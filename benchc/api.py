@@ -165,21 +165,33 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
 
 @contextmanager
 def _compile_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A progress bar per node on stderr while a compile's op tasks run, when stderr is a
-    terminal (nothing in logs and pipes); None otherwise. It only watches the compile."""
-    if not (enabled and sys.stderr.isatty()):
+    """Progress of a compile's op tasks on stderr: on a terminal, a bar per node with items/s
+    and the time left; in a log or a pipe, a plain line at most every 10 s once a node has run
+    that long (``compiler/progress.py``), so a long compile is never silent. None when not
+    ``enabled``. It only watches the compile."""
+    if not enabled:
         yield None
         return
+    from .compiler.progress import PlainProgress, Throughput, format_rate
+
+    if not sys.stderr.isatty():
+        yield PlainProgress(sys.stderr, prefix="compile")
+        return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     tasks: dict[str, Any] = {}
-    with Progress(TextColumn("compile {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    rates: dict[str, Throughput] = {}
+    with Progress(TextColumn("compile {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True)) as bar:
         def tell(node: str, done: int, total: int) -> None:
             if node not in tasks:
-                tasks[node] = bar.add_task(node, total=total)
-            bar.update(tasks[node], completed=done)
+                tasks[node] = bar.add_task(node, total=total, rate="")
+                rates[node] = Throughput()
+            rate = rates[node].rate(done)
+            bar.update(tasks[node], completed=done, rate=f"{format_rate(rate)} items/s" if rate else "")
 
         yield tell
 

@@ -21,6 +21,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -205,16 +206,21 @@ class Expansion:
 
 def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
               roots: tuple[Path, ...] = (), models: ModelSteps | None = None,
-              progress: Progress | None = None) -> tuple[list[Variant], int, dict[str, int]]:
+              progress: Progress | None = None,
+              pool: WorkerPool | None = None) -> tuple[list[Variant], int, dict[str, int]]:
     """Answer tasks from the node cache, run the misses; returns the kept variants, the op runs
-    and the count of dropped variants per reason."""
+    and the count of dropped variants per reason. ``pool``: the compile's worker pool, kept
+    across nodes (``expand``); without one, a pool of ``workers`` for this call alone."""
     cached = store.lookup_nodes(t.key for t in tasks)
     missing = [t for t in {t.key: t for t in tasks}.values() if t.key not in cached]
     if missing and missing[0].node.op.model_backed:
         assert models is not None  # plan_node needed it for the keys
         fresh = _run_model_tasks(missing, store, roots, models)
+    elif pool is not None:
+        fresh = _execute(missing, store, pool, roots, progress)
     else:
-        fresh = _execute(missing, store, workers, roots, progress)
+        with WorkerPool(workers) as own:
+            fresh = _execute(missing, store, own, roots, progress)
     if fresh:
         store.sync()  # the media the ops wrote, before the rows that point at them
         store.store_nodes(fresh)
@@ -224,45 +230,124 @@ def run_tasks(tasks: list[NodeTask], store: ContentStore, workers: int,
     return kept, len(missing), dict(sorted(dropped.items()))
 
 
-def _execute(tasks: list[NodeTask], store: ContentStore, workers: int, roots: tuple[Path, ...],
+TaskArgs = tuple[str, str, str, dict[str, Any], int, Record, Value | None, str, tuple[Path, ...]]
+"""What ``_run_task`` takes: plain values that pickle to a worker (no ResolvedNode)."""
+
+
+class WorkerPool:
+    """A compile's worker processes, started by the first node that has op tasks to share out
+    and kept for the nodes after it: each worker imports its libraries (torch, OpenCV, the
+    corruption libraries: seconds) once per compile, not once per node. One worker (or none
+    asked for) means tasks run in this process."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = process_pool(self.workers, ["benchc.compiler.expand"], _limit_threads,
+                                      (max(1, (os.cpu_count() or 1) // self.workers),))
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the workers; tasks not yet handed out are dropped (Ctrl-C), those running finish."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _execute(tasks: list[NodeTask], store: ContentStore, pool: WorkerPool, roots: tuple[Path, ...],
              progress: Progress | None = None) -> dict[str, dict[str, Any]]:
-    args = [(str(store.root), type(t.node.op).__module__, t.node.op.name, t.params, t.seed, t.record,
-             t.input_value, t.node.where, roots) for t in tasks]
-    if workers <= 1 or len(tasks) < 2:
-        results = _counted((_run_task(*a) for a in args), tasks, progress)
+    """Run ``tasks``; their outputs by key. Which worker runs a task, and when, changes nothing:
+    each output depends only on its task, and outputs are matched to tasks by position."""
+    args: list[TaskArgs] = [(str(store.root), type(t.node.op).__module__, t.node.op.name, t.params, t.seed,
+                             t.record, t.input_value, t.node.where, roots) for t in tasks]
+    tell = _teller(tasks, progress)
+    if pool.workers <= 1 or len(tasks) < 2:
+        results = []
+        for a in args:
+            results.append(_run_task(*a))
+            tell(len(results))
     else:
-        with process_pool(workers, ["benchc.compiler.expand"], _limit_threads,
-                          (max(1, (os.cpu_count() or 1) // workers),)) as pool:
-            try:
-                mapped = pool.map(_run_task, *zip(*args), chunksize=_chunk_size(len(args), workers))
-                results = _counted(mapped, tasks, progress)
-            except BaseException:  # Ctrl-C: drop the chunks not started; what ran is lost, not half-written
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        results = _run_pooled(pool.executor(), args, pool.workers, tell)
     return {t.key: r for t, r in zip(tasks, results)}
 
 
-def _counted(results: Any, tasks: list[NodeTask], progress: Progress | None) -> list[dict[str, Any]]:
-    """The results, in task order, with ``progress`` told as they come in."""
+def _teller(tasks: list[NodeTask], progress: Progress | None) -> Callable[[int], None]:
+    """``progress`` told (node, done, total) for about every 0.5% of the node's tasks (and at
+    0 and at the end), as done counts come in; a no-op without ``progress``."""
     if progress is None or not tasks:
-        return list(results)
-    out: list[dict[str, Any]] = []
-    node = tasks[0].node.id
-    step = max(1, len(tasks) // 200)
-    for result in results:
-        out.append(result)
-        if len(out) % step == 0 or len(out) == len(tasks):
-            progress(node, len(out), len(tasks))
-    return out
+        return lambda done: None
+    node, total = tasks[0].node.id, len(tasks)
+    step = max(1, total // 200)
+    progress(node, 0, total)  # the node's start: its items/s and ETA count from here
+    last = [0]
+
+    def tell(done: int) -> None:
+        if done == total or done - last[0] >= step:
+            last[0] = done
+            progress(node, done, total)
+    return tell
+
+
+def _run_pooled(pool: ProcessPoolExecutor, args: list[TaskArgs], workers: int,
+                tell: Callable[[int], None]) -> list[dict[str, Any]]:
+    """Every task's output, in task order, from chunks of tasks run by the pool's workers.
+
+    Chunks shrink towards the end of the node (``chunk_spans``), so when the last tasks are
+    slow ones (glass_blur: 0.4 s each) no worker waits long for another's last chunk. Progress
+    counts chunks as they finish, in any order. On a failure the chunks not yet handed out are
+    cancelled and the error of the first failing task in task order is raised: chunks are handed
+    out in order, so every chunk before a failing one has run, whichever failed first in time."""
+    spans = chunk_spans(len(args), workers)
+    futures = [pool.submit(_run_chunk, args[span.start:span.stop]) for span in spans]
+    sizes = {future: len(span) for future, span in zip(futures, spans)}
+    try:
+        done = 0
+        for future in as_completed(futures):
+            if future.exception() is not None:
+                break
+            done += sizes[future]
+            tell(done)
+    except BaseException:  # Ctrl-C: drop the chunks not started; what ran is lost, not half-written
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    for future in futures:
+        future.cancel()  # only those not started: none when all finished
+    wait(futures)
+    return [result for future in futures for result in future.result()]
+
+
+def _run_chunk(chunk: list[TaskArgs]) -> list[dict[str, Any]]:
+    return [_run_task(*task) for task in chunk]
 
 
 MAX_CHUNK = 32
 """Tasks a worker takes at a time: enough that pickling stays a small share of an op's time, few
 enough that Ctrl-C (which lets the chunks already handed out finish) returns within seconds."""
 
+CHUNKS_PER_WORKER = 4
+"""A chunk holds at most 1/(workers x this) of the tasks still to hand out: the chunks shrink
+towards the end of a node, so the workers finish within about one task of each other."""
 
-def _chunk_size(tasks: int, workers: int) -> int:
-    return max(1, min(MAX_CHUNK, tasks // (workers * 8)))
+
+def chunk_spans(tasks: int, workers: int) -> list[range]:
+    """Consecutive spans covering ``range(tasks)``, each at most MAX_CHUNK long and at most
+    1/(workers x CHUNKS_PER_WORKER) of what is left after the spans before it (at least 1): the
+    guided schedule of OpenMP. It depends only on the counts, never on timing."""
+    spans, start = [], 0
+    while start < tasks:
+        size = max(1, min(MAX_CHUNK, (tasks - start) // (workers * CHUNKS_PER_WORKER)))
+        spans.append(range(start, start + size))
+        start += size
+    return spans
 
 
 def _limit_threads(threads: int) -> None:
@@ -328,21 +413,23 @@ def _variant(task: NodeTask, output: dict[str, Any]) -> Variant:
 def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, store: ContentStore,
            workers: int = 1, roots: tuple[Path, ...] = (), models: ModelSteps | None = None,
            progress: Progress | None = None) -> Expansion:
-    """Run every node over every record (and over every kept variant of its input node)."""
+    """Run every node over every record (and over every kept variant of its input node), on one
+    worker pool for all the nodes."""
     result = Expansion()
-    for index, node in enumerate(nodes, 1):
-        started = time.monotonic()
-        tasks: list[NodeTask] = []
-        if node.input in result.by_node:
-            for upstream in result.by_node[node.input]:
-                tasks += plan_node(node, spec_seed, upstream.record, upstream, models)
-        else:
-            for record in records:
-                tasks += plan_node(node, spec_seed, record, None, models)
-        result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models, progress)
-        log.info("node %d/%d %s (%s): %d task(s), %d computed, %d dropped, %.1f s", index, len(nodes), node.id,
-                 node.op.name, len(tasks), ran, sum(dropped.values()), time.monotonic() - started)
-        result.ops_run += ran
-        if dropped:
-            result.dropped[node.id] = dropped
+    with WorkerPool(workers) as pool:
+        for index, node in enumerate(nodes, 1):
+            started = time.monotonic()
+            tasks: list[NodeTask] = []
+            if node.input in result.by_node:
+                for upstream in result.by_node[node.input]:
+                    tasks += plan_node(node, spec_seed, upstream.record, upstream, models)
+            else:
+                for record in records:
+                    tasks += plan_node(node, spec_seed, record, None, models)
+            result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models, progress, pool)
+            log.info("node %d/%d %s (%s): %d task(s), %d computed, %d dropped, %.1f s", index, len(nodes), node.id,
+                     node.op.name, len(tasks), ran, sum(dropped.values()), time.monotonic() - started)
+            result.ops_run += ran
+            if dropped:
+                result.dropped[node.id] = dropped
     return result

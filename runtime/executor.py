@@ -23,7 +23,7 @@ import importlib
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.pools import process_pool
+from benchc.compiler.progress import PlainProgress
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
@@ -70,15 +71,51 @@ class ExecutorChoice:
 # --- strategies -------------------------------------------------------------------------------
 
 class InProcess(Strategy):
-    """Batches answered one after another in this process (GPU models: one model, batched)."""
+    """Batches answered one after another in this process (GPU models: one model, batched).
+
+    For a backend that ``encodes_ahead`` (``hf``), the next batch is encoded (media decoded,
+    prompts tokenized, images processed: ``encode_batch``) on a helper thread while the current
+    one generates, so the model never waits for that CPU work; answers are those of
+    ``run_batch``. Batches are still sent, answered and committed one at a time, in order."""
 
     def run(self, backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource) -> None:
-        for mine in ledger.claimed(batches):
-            try:
-                result: Outcome = backend.run_batch(mine, media)
-            except BatchFailures as failed:
-                result = failed
-            ledger.commit(mine, result)
+        if not backend.encodes_ahead:
+            for mine in ledger.claimed(batches):
+                ledger.commit(mine, _answer(lambda b=mine: backend.run_batch(b, media)))
+            return
+        backend.prepare()  # load in this thread: the helper thread only encodes
+        with ThreadPoolExecutor(1, thread_name_prefix="benchc-encode") as helper:
+            _run_encoding_ahead(backend, iter(ledger.claimed(batches)), ledger, media, helper)
+
+
+def _answer(run: Callable[[], list[Response]]) -> Outcome:
+    """A batch's answers, or the ``BatchFailures`` of a batch that failed in part."""
+    try:
+        return run()
+    except BatchFailures as failed:
+        return failed
+
+
+def _run_encoding_ahead(backend: Backend, claimed: Iterator[list[Request]], ledger: Ledger, media: MediaSource,
+                        helper: ThreadPoolExecutor) -> None:
+    """Each claimed batch answered from its encoding, the next batch's encoding under way on
+    ``helper`` meanwhile. A batch encoded ahead but not sent (a backend stopped, an error) stays
+    unanswered; its claim goes with the run's others when ``execute`` closes them."""
+    mine = next(claimed, None)
+    encoding = helper.submit(backend.encode_batch, mine, media) if mine else None
+    while mine is not None and encoding is not None:
+        encoded = encoding.result()  # an error encoding (an unreadable image) ends the run here
+        upcoming = next(claimed, None)
+        ahead = helper.submit(backend.encode_batch, upcoming, media) if upcoming else None
+        try:
+            ledger.commit(mine, _answer(lambda b=mine, e=encoded: backend.run_encoded(b, e, media)))
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()
+            raise
+        if ledger.stopped:
+            return
+        mine, encoding = upcoming, ahead
 
 
 class Pool(Strategy):
@@ -177,11 +214,6 @@ def _salvage(pending: dict[Future[list[Response]], list[Request]], ledger: Ledge
 
 # --- the run ----------------------------------------------------------------------------------
 
-def _batches(requests: list[Request], size: int) -> Iterator[list[Request]]:
-    for start in range(0, len(requests), size):
-        yield requests[start : start + size]
-
-
 def _progress(enabled: bool) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
@@ -197,22 +229,29 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
     if not requests:
         return 0
     strategy = executor.strategy(workers)
+    # no terminal (a CI log, nohup): a plain line at most every 10 s instead of the bar
+    tty = sys.stderr.isatty()
+    plain = PlainProgress(sys.stderr, prefix="run", unit="requests") if show_progress and not tty else None
     with _progress(show_progress and sys.stderr.isatty()) as progress:
         task = progress.add_task(label, total=len(requests), rate="")
         done = 0
+        if plain is not None:
+            plain(label, 0, len(requests))
 
         def advance(n: int) -> None:
             nonlocal done
             done += n
             elapsed = progress.tasks[0].elapsed or 0.0
             progress.update(task, advance=n, rate=f"{done / elapsed:6.1f} req/s" if elapsed else "")
+            if plain is not None:
+                plain(label, done, len(requests))
 
         claims = store.claims()
         ledger = Ledger(store, backend.name, advance, claims)
         try:
             todo = requests
             while todo and not ledger.stopped:
-                batches = list(_batches(backend.batch_order(todo, media), max(1, backend.batch_size)))
+                batches = backend.plan_batches(todo, media)
                 ledger.schedule(batches)
                 strategy.run(backend, batches, ledger, media)
                 todo = [] if ledger.stopped else ledger.wait_for_others()
