@@ -10,8 +10,11 @@ setup:
 	@scripts/setup.sh
 
 # Compile + run + score + report MMCBench text2speech on a seeded subset of its bundled tables.
+# The ASR judge decodes with a narrower first-pass beam (pocketsphinx's -beam, recorded in its
+# fingerprint): about 5x faster than its default, so the demo shows the tool rather than the judge.
 demo: setup
-	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak --set sample.n=2 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
+	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak --backend transcript=pocketsphinx:beam=1e-30 \
+		--set sample.n=2 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
 
 # The whole suite, slow real-model tests included, then the model backends' tests again under
 # transformers 5.x (CI runs exactly this).

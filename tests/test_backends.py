@@ -51,6 +51,33 @@ def test_espeak_speaks_16khz_mono_and_pocketsphinx_hears_it() -> None:
     assert text.text and text.text == again.text
 
 
+def test_pocketsphinx_beam_is_opt_in_and_enters_the_fingerprint() -> None:
+    default = make_backend("pocketsphinx", Generation(), "speech-to-text")
+    # without the option, the fingerprint (and so every stored answer's key) is the one before it
+    assert set(default.fingerprint()) == {"backend", "version", "model", "rate", "stateless"}
+    narrow = make_backend("pocketsphinx:beam=1e-30", Generation(), "speech-to-text")
+    assert narrow.fingerprint() == {**default.fingerprint(), "beam": 1e-30}
+    same = make_backend("pocketsphinx:beam=1.0E-30", Generation(), "speech-to-text")
+    assert same.fingerprint() == narrow.fingerprint()  # one number, however it is written
+    assert narrow._get_decoder().config["beam"] == 1e-30
+    assert default._get_decoder().config["beam"] == 1e-48  # pocketsphinx's own default
+
+
+@pytest.mark.parametrize("value", ["0", "1", "2", "-1e-30", "wide"])
+def test_pocketsphinx_beam_out_of_range_is_refused(value: str) -> None:
+    with pytest.raises(BackendError, match=r"beam must be a number in \(0, 1\)"):
+        make_backend(f"pocketsphinx:beam={value}", Generation(), "speech-to-text")
+
+
+def test_pocketsphinx_with_a_narrow_beam_hears_speech_the_same_way_each_time() -> None:
+    tts = make_backend("espeak", Generation(), "text-to-speech")
+    clips = {text: tts.speak(text) for text in ("a dog and two cats are sitting on the sofa", "go forward ten meters")}
+    asr = make_backend("pocketsphinx:beam=1e-30", Generation(), "speech-to-text")
+    first = [asr.transcribe(wav) for wav in clips.values()]
+    again = [asr.transcribe(wav) for wav in reversed(clips.values())][::-1]  # other clips before each
+    assert all(first) and first == again
+
+
 def test_espeak_options_change_the_fingerprint() -> None:
     slow = make_backend("espeak:speed=120", Generation())
     default = make_backend("espeak", Generation())

@@ -122,11 +122,13 @@ def test_backends_lists_each_backends_options() -> None:
     out = cli("backends", check=True).stdout
     hf = out[out.index("hf  (generate)"):out.index("hf-asr  ")]
     assert "written: hf:TARGET,option=value,... where TARGET is /path/to/model" in hf
-    for option in ("batch_size", "dtype", "device", "share_prefix"):
+    for option in ("batch_size", "dtype", "device", "share_prefix", "decode"):
         assert f"      {option}: " in hf
     assert "one of: 'float32', 'float16', 'bfloat16' (default 'float32')" in hf
     assert "      batch_size: requests per batch, int >= 1 (default 8)" in hf
-    assert "pocketsphinx  (speech-to-text)" in out and "options: none" in out
+    sphinx = out[out.index("pocketsphinx  (speech-to-text)"):]
+    assert "written: pocketsphinx or pocketsphinx:option=value,... (no target)" in sphinx
+    assert "      beam: " in sphinx and "number in (0, 1)" in sphinx
 
 
 def test_backend_docs_come_from_each_backends_options_model() -> None:
@@ -163,7 +165,7 @@ def test_option_errors_name_the_value_and_what_is_allowed() -> None:
                                                   "(did you mean 'max_tokens'?)",
              "openai:m,rate=10": "rate must be a number of requests per second or minute: N/s or N/min",
              "echo:answr=x": "unknown option(s) answr\n  hint: did you mean 'answer'?; known options: answer",
-             "pocketsphinx:model=x": "known options: none"}
+             "pocketsphinx:model=x": "known options: beam"}
     for spec, fragment in cases.items():
         with pytest.raises(BackendError) as caught:
             make_backend(spec, Generation())
