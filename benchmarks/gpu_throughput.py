@@ -44,7 +44,8 @@ How
      ``executor.execute`` (batches of N; the backend reads each PNG from the compile cache,
      decodes it and runs the processor, for the next batch on a helper thread while this one
      generates; each batch committed to the store), ``store.get_many``;
-   - on the independent workload, benchc's runtime again with each ``--decode`` mode other than
+   - on the independent workload, benchc's runtime with each batch encoded only when it is sent
+     (no helper thread: what encoding ahead buys), and again with each ``--decode`` mode other than
      dynamic: ``decode=static`` (a preallocated cache) and ``decode=compiled`` (static, each
      decoding step compiled with torch.compile), the same requests under other request keys.
    Both batched ways run on two workloads of ``--samples`` requests each: *independent* (one
@@ -68,8 +69,9 @@ Printed: a table (workload, method, batch, samples, median seconds, samples/s at
 spread, x per-sample, % of the bound); CHECK lines for the ratios that hold on any device, judged
 across the spreads (MET, NOT met, or undecided when the spreads straddle the target): benchc's
 runtime >= 0.95x batched ``generate()`` on the same batches, ``share_prefix`` >= 1.5x benchc
-unshared and >= 0.8x the shared-prefix reference; a RANK line (share_prefix against unshared,
-only when the spreads are apart); whether benchc's answers equal batched ``generate()``'s for the same requests (they
+unshared and >= 0.8x the shared-prefix reference; RANK lines (share_prefix against unshared,
+encoding ahead against encoding each batch when it is sent; a ranking only when the spreads are
+apart); whether benchc's answers equal batched ``generate()``'s for the same requests (they
 must: greedy, same batch size, and every request of the same length and image size, so benchc's
 length ordering (runtime/backends/hf_batching.py, timed with the rest) pads nothing either way;
 it only changes which equal-shaped rows share a batch), and a verdict against the targets, which apply to an H200 only:
@@ -83,7 +85,9 @@ Usage: .venv/bin/python benchmarks/gpu_throughput.py [--shape {llava-1.5-7b,tiny
            [--per-sample 8] [--input-tokens 617] [--new-tokens 32] [--seed 0] [--repeats 5]
            [--decode dynamic static compiled] [--json PATH]
 CPU check: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/gpu_throughput.py --shape tiny --device cpu
-           --samples 64 --batch-sizes 8 --per-sample 4 (kept in results/gpu_throughput_cpu_tiny.txt;
+           --samples 64 --batch-sizes 8 --per-sample 4 --new-tokens 8 (kept in
+           results/gpu_throughput_cpu_tiny.txt; with 32 new tokens, where decoding outweighs the
+           prefill a shared prefix saves: results/gpu_throughput_cpu_tiny_32_new_tokens.txt;
            one torch thread leaves the second core to the helper thread that encodes ahead, and
            on a busy machine avoids OpenMP threads waiting on each other)
 
@@ -131,6 +135,7 @@ TARGET_RATE, TARGET_BOUND_SHARE, TARGET_VS_BATCHED = 45.0, 0.60, 2.0
 REFERENCE = "reference: generate(), image prefix shared"
 BENCHC = "benchc runtime (hf backend + executor + store)"
 BENCHC_SHARED = "benchc runtime, share_prefix=true"
+INLINE = "benchc runtime, each batch encoded when it is sent"
 TARGET_OVERHEAD, TARGET_SHARED_VS_UNSHARED, TARGET_SHARED_VS_REFERENCE = 0.95, 1.5, 0.8  # any device
 SHAPES: dict[str, tuple[dict[str, int], dict[str, int]]] = {  # (vision, language), as gpu_anchor.py
     "llava-1.5-7b": (
@@ -573,6 +578,8 @@ def measure_workload(args: argparse.Namespace, backend: Any, work: Path, batch: 
                           lambda _: run_generate(model, tokenizer, encoded, batch, args.new_tokens), len(encoded)))
     methods.append(Method(BENCHC, benchc("plain"), len(encoded)))
     if name == "independent":
+        # what encoding the next batch ahead (a helper thread) buys: the same runtime without it
+        methods.append(Method(INLINE, benchc("inline", encodes_ahead=False), len(encoded)))
         methods += [Method(f"benchc runtime, decode={mode}", benchc(mode, decode=mode), len(encoded))
                     for mode in args.decode if mode != "dynamic"]
     if name == "consistency":
@@ -645,14 +652,16 @@ def ratio_checks(rows: list[Row]) -> list[str]:
                  ("consistency", BENCHC, "consistency", "generate(), batched, no sharing", TARGET_OVERHEAD),
                  ("consistency", BENCHC_SHARED, "consistency", BENCHC, TARGET_SHARED_VS_UNSHARED),
                  ("consistency", BENCHC_SHARED, "consistency", REFERENCE, TARGET_SHARED_VS_REFERENCE)]
-        for wa, ma, wb, mb, target in pairs:
+        for wa, ma, wb, mb, target in pairs:  # (the inline row: a RANK below, no target)
             a, b = row(wa, ma), row(wb, mb)
             if a is not None and b is not None:
                 check = check_ratio(f"batch {batch}, {wa}: {ma} / {mb}", a.measured(), b.measured(), target)
                 lines.append(f"CHECK {check.line()}")
-        a, b = row("consistency", BENCHC_SHARED), row("consistency", BENCHC)
-        if a is not None and b is not None:
-            lines.append(f"RANK batch {batch}: {faster(a.measured(), b.measured())}")
+        for (wa, ma), (wb, mb) in ((("consistency", BENCHC_SHARED), ("consistency", BENCHC)),
+                                   (("independent", BENCHC), ("independent", INLINE))):
+            a, b = row(wa, ma), row(wb, mb)
+            if a is not None and b is not None:
+                lines.append(f"RANK batch {batch}, {wa}: {faster(a.measured(), b.measured())}")
     return lines
 
 
