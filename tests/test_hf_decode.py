@@ -5,15 +5,14 @@ fingerprint, and are refused beside share_prefix."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from benchc.compiler.errors import BackendError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
+from support.images import solid_png
 from support.tiny_vlm import build_tiny_llava
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
@@ -26,13 +25,7 @@ def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"), seed=0)
 
 
-def _png(colour: tuple[int, int, int]) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (40, 40), colour).save(out, "PNG")
-    return out.getvalue()
-
-
-MEDIA = {"red": _png((200, 0, 0)), "green": _png((0, 200, 0))}
+MEDIA = {"red": solid_png((200, 0, 0)), "green": solid_png((0, 200, 0))}
 PROMPTS = ["Describe the image in one long sentence, please, with every detail you see.", "Which colour?",
            "What kind of object is in the masked region of this picture?", "Shape?"]
 

@@ -4,17 +4,16 @@ prefilled once per group instead of once per prompt."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from benchc.compiler.errors import BackendError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
 from support.tiny_families import build_llava_next
 from support.tiny_llm import build_tiny_llm
+from support.images import solid_png
 from support.tiny_vlm import build_tiny_llava
 
 pytestmark = pytest.mark.slow
@@ -33,13 +32,7 @@ def tiny_llava_next(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_llava_next(tmp_path_factory.mktemp("tiny-llava-next"), seed=0)
 
 
-def _png(colour: tuple[int, int, int]) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (40, 40), colour).save(out, "PNG")
-    return out.getvalue()
-
-
-MEDIA = {"red": _png((255, 0, 0)), "blue": _png((0, 0, 255)), "green": _png((0, 160, 0))}
+MEDIA = {"red": solid_png((255, 0, 0)), "blue": solid_png((0, 0, 255)), "green": solid_png((0, 160, 0))}
 
 
 def _load(kind: str, sha: str) -> bytes:
