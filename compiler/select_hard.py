@@ -41,6 +41,7 @@ from .errors import OpError, Problem
 from .expand import expand
 from .model_steps import Asker, ModelBackendRef, ModelPrompt, ModelSteps, StepGeneration
 from .resolve import ResolvedSelect
+from .similarity import IDENTICAL
 from .values import MediaRef, Record
 
 SCORE_DECIMALS = 6
@@ -128,6 +129,8 @@ def _consistency(select: ResolvedSelect, index: int, ref: ModelBackendRef, recor
     for record in records:
         block = np.asarray(vectors[row:row + len(texts[record.id])], dtype=np.float64)
         row += len(block)
-        out[record.id] = float(np.mean(block[1:] @ block[0]))
+        answers_of = texts[record.id]
+        same = [answer == answers_of[0] for answer in answers_of[1:]]  # identical answers: exactly 1
+        out[record.id] = float(np.mean(np.where(same, IDENTICAL, block[1:] @ block[0])))
     return out
 

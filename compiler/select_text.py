@@ -43,6 +43,7 @@ from .model_steps import Asker, ModelSteps
 from .nlp import READABILITY, library_versions
 from .resolve import ResolvedTextSelect
 from .seeds import seed_from
+from .similarity import IDENTICAL
 from .text_difficulty import DECIMALS, Difficulty, difficulty, min_max
 from .values import Record
 
@@ -147,7 +148,9 @@ def _scores(select: ResolvedTextSelect, scored: list[str], clean: dict[str, str]
     description = min_max([float(m.description_words) for m in raw])
     out = []
     for i, rid in enumerate(scored):
-        similarity = vectors[[row[t] for t in probes[rid]]] @ vectors[row[clean[rid]]]
+        # the embedder's unit vectors, dotted as before; an unchanged text has similarity exactly 1
+        similarity = np.where([t == clean[rid] for t in probes[rid]], IDENTICAL,
+                              vectors[[row[t] for t in probes[rid]]] @ vectors[row[clean[rid]]])
         inconsistency = round(1.0 - float(np.mean(similarity)), DECIMALS)
         total = (weights.inconsistency * inconsistency + weights.readability * readability[i]
                  + weights.syntax * syntax[i] + weights.description * description[i])

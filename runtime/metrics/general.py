@@ -37,6 +37,7 @@ from benchc.compiler.metrics import AccuracyParams, AgreementParams, Consistency
 
 from ..answers import correctness_note, is_correct
 
+from benchc.compiler.similarity import cosine
 from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value, metric
 from .mmcbench import anchored_groups
 from .text import bootstrap_ratio, is_short_answer, normalize_answer, short_pairs_note, yes_no
@@ -62,7 +63,7 @@ class _Matcher:
     def similarity(self, a: str, b: str) -> float | None:
         if self.emb is None:
             return None
-        return float(self.emb[self.index[a]] @ self.emb[self.index[b]])
+        return cosine(self.emb[self.index[a]], self.emb[self.index[b]], same=a == b)
 
     def agree(self, a: str, b: str) -> bool:
         """Whether two answers agree; an empty answer (nothing read) agrees with none. Counts

@@ -43,6 +43,7 @@ score has no score (None, shown as n/a), never 0.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -53,6 +54,7 @@ import numpy as np
 from benchc.compiler.errors import BackendError, BenchcError, Problem
 from benchc.compiler.metrics import MMCBenchCrossParams, MMCBenchParams
 
+from benchc.compiler.similarity import cosine, fmean
 from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, metric
 
 PAPER_JUDGES = {"speech-to-text": "facebook/wav2vec2-base-960h", "embedder": "sentence-t5-large",
@@ -77,12 +79,13 @@ def anchored_groups(items: list[ScoredItem], over: str,
 
 
 def _sum_of_means(sims: dict[str, list[float]]) -> dict[str, float]:
-    return {c: float(np.mean(v)) for c, v in sorted(sims.items())}
+    return {c: fmean(v) for c, v in sorted(sims.items())}
 
 
 def _score(per_corruption: dict[str, float]) -> float | None:
-    """100 x the sum of the means; None (n/a) when no corruption was scored, never 0."""
-    return 100 * sum(per_corruption.values()) if per_corruption else None
+    """100 x the sum of the means (``math.fsum``: exact whatever the order); None (n/a) when no
+    corruption was scored, never 0."""
+    return 100 * math.fsum(per_corruption.values()) if per_corruption else None
 
 
 def expected_values(items: list[ScoredItem], over: str, reference: str) -> list[str]:
@@ -158,9 +161,10 @@ class MMCBenchConsistency(Metric):
         sims: dict[str, list[float]] = {}
         at = 0
         for _ref, others in anchored:
-            anchor = emb[at]
             for offset, item in enumerate(others, start=1):
-                sims.setdefault(str(item.attrs.get(params.over)), []).append(float(anchor @ emb[at + offset]))
+                same = texts[at] == texts[at + offset]  # identical outputs: exactly 1, not embedded
+                sims.setdefault(str(item.attrs.get(params.over)), []).append(
+                    cosine(emb[at], emb[at + offset], same))
             at += 1 + len(others)
         return _sum_of_means(sims), len(anchored)
 
@@ -240,21 +244,24 @@ class MMCBenchCrossModal(Metric):
         if params.task == "image2text":
             shas = [self._item_image(ref) for ref, _ in anchored]
             clean_images = clip.embed_images([self._read(data, "image", sha) for sha in shas])
-            captions = clip.embed_texts([i.responses[0] for ref, others in anchored for i in (ref, *others)])
+            outputs = [i.responses[0] for ref, others in anchored for i in (ref, *others)]
+            captions = clip.embed_texts(outputs)
         else:
             shas = [self._answer_image(i) for ref, others in anchored for i in (ref, *others)]
+            outputs = shas  # the same image bytes: the same image
             clean_texts = clip.embed_texts([ref.prompt for ref, _ in anchored])
             images = clip.embed_images([self._read(data, "image", sha) for sha in shas])
         at = 0
         for g, (_ref, others) in enumerate(anchored):
             for offset, item in enumerate(others, start=1):
                 corruption = str(item.attrs.get(params.over))
+                same = outputs[at] == outputs[at + offset]  # identical outputs: uni is exactly 1
                 if params.task == "image2text":
-                    cross.setdefault(corruption, []).append(float(clean_images[g] @ captions[at + offset]))
-                    uni.setdefault(corruption, []).append(float(captions[at] @ captions[at + offset]))
+                    cross.setdefault(corruption, []).append(cosine(clean_images[g], captions[at + offset]))
+                    uni.setdefault(corruption, []).append(cosine(captions[at], captions[at + offset], same))
                 else:
-                    cross.setdefault(corruption, []).append(float(clean_texts[g] @ images[at + offset]))
-                    uni.setdefault(corruption, []).append(float(images[at] @ images[at + offset]))
+                    cross.setdefault(corruption, []).append(cosine(clean_texts[g], images[at + offset]))
+                    uni.setdefault(corruption, []).append(cosine(images[at], images[at + offset], same))
             at += 1 + len(others)
         return _sum_of_means(cross), _sum_of_means(uni), len(anchored)
 

@@ -54,6 +54,7 @@ import numpy as np
 
 from benchc.compiler.metrics import MMR3Params
 
+from benchc.compiler.similarity import cosine, fmean, row_cosines
 from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, metric
 from .text import is_short_answer, short_pairs_note
 
@@ -154,16 +155,17 @@ class _Scored:
         s_gt = np.zeros(len(texts))
         for index in range(len(texts)):
             lo, hi = answer_span[owner[index]]
-            if hi > lo:
-                s_gt[index] = float(np.max(gt[lo:hi] @ responses[index]))
+            if hi > lo:  # an answer equal to a ground truth has S_GT exactly 1 (similarity.py)
+                s_gt[index] = max(cosine(gt[k], responses[index], same=answer_texts[k] == texts[index])
+                                  for k in range(lo, hi))
         self.owner = np.asarray(owner, dtype=np.int64)
         self.correct = np.asarray(correct, dtype=bool)
         self.short = np.asarray([is_short_answer(t) for t in texts], dtype=bool)
         self.s_gt = s_gt
         pair_array = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         self.pairs = pair_array
-        self.sims = (np.einsum("ij,ij->i", responses[pair_array[:, 0]], responses[pair_array[:, 1]])
-                     if len(pair_array) else np.zeros(0))
+        same = [texts[a] == texts[b] for a, b in pair_array.tolist()]
+        self.sims = row_cosines(responses[pair_array[:, 0]], responses[pair_array[:, 1]], same)
 
     def pairs_in(self, params: MMR3Params, in_split: np.ndarray) -> np.ndarray:
         """Which pairs count for the items ``in_split`` marks (``pairs_by``, ``subset``)."""
@@ -191,9 +193,9 @@ class _Scored:
         pair_in = self.pairs_in(params, in_split)
         sims = self.sims[pair_in]
         acc = 100 * float(np.mean(self.correct[answer_in])) if answer_in.any() else None
-        sgt = 100 * float(np.mean(self.s_gt[answer_in])) if answer_in.any() else None
+        sgt = 100 * fmean(self.s_gt[answer_in].tolist()) if answer_in.any() else None
         con = 100 * float(np.mean(sims > params.threshold)) if len(sims) else None
-        sc = 100 * float(np.mean(sims)) if len(sims) else None
+        sc = 100 * fmean(sims.tolist()) if len(sims) else None
         groups = len({self.group_of[i] for i in np.flatnonzero(in_split)})
         return {"groups": groups, "responses": int(answer_in.sum()), "pairs": int(pair_in.sum()),
                 "short_pairs": self.short_pairs(pair_in), "Acc": acc, "S_GT": sgt, "Con": con, "S_C": sc,
