@@ -72,13 +72,14 @@ class MetricResultRecord(Artifact):
 
 
 class Scores(Artifact):
-    """``scores.json``: the benchmark and manifest scored, the model, the item count and each
-    metric's result."""
+    """``scores.json``: the benchmark and manifest scored, the model, the item count, the
+    scoring-rules version (``runtime/rules.py``; absent: 1) and each metric's result."""
 
     benchmark: LockBenchmark
     manifest_digest: str
     model: str | None
     items: int
+    rules: int | None = Field(None, description="the scoring-rules version that made these numbers (absent: 1)")
     metrics: list[MetricResultRecord]
 
 

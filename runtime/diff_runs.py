@@ -234,12 +234,16 @@ class RunsDiff:
     seed: int
     content: dict[str, Any] | None = None  # paired items whose manifest row changed (two versions)
 
+    @property
+    def rules(self) -> str | None:
+        return _rules_note(self.a, self.b)
+
     def as_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "stage": list(self.stage), "paired": self.paired, "only_a": self.only_a,
                 "only_b": self.only_b, "answers_changed": self.answers_changed,
                 "measures": [m.as_json() for m in self.measures], "examples": self.examples,
                 "bootstrap": {"resamples": self.resamples, "seed": self.seed, "level": 0.95},
-                "content_changed": self.content}
+                "content_changed": self.content, "rules_changed": self.rules}
 
 
 def _measure(name: str, paired: pl.DataFrame, resamples: int, seed: int, examples: int) -> MeasureDiff | None:
@@ -262,7 +266,18 @@ def _measure(name: str, paired: pl.DataFrame, resamples: int, seed: int, example
 def _side_json(side: RunSide, stage: str) -> dict[str, Any]:
     bench = side.record.benchmark
     return {"label": side.label, "model": side.record.model, "benchmark": None if bench is None else bench.to_json(),
-            "manifest_digest": side.record.manifest_digest, "stage": stage, "items": side.items.height}
+            "manifest_digest": side.record.manifest_digest, "stage": stage, "items": side.items.height,
+            "rules": None if side.scores is None else side.scores.get("rules") or 1}
+
+
+def _rules_note(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """Both runs scored (scores.json) under different scoring-rules versions: the per-item
+    metric values read from those files moved with benchc, not only with the model."""
+    if a["rules"] is None or b["rules"] is None or a["rules"] == b["rules"]:
+        return None
+    return (f"the runs were scored under different scoring-rules versions (A {a['rules']}, B {b['rules']}): "
+            "the metric values read from their scores.json may differ because benchc's rules changed "
+            "(CHANGELOG.md), not the model; `benchc score` both runs to compare under one version")
 
 
 def _short(text: Any) -> Any:
@@ -351,6 +366,8 @@ def render_runs(diff: RunsDiff, fmt: str) -> str:
         causes = ", ".join(f"{k} {v}" for k, v in diff.content["causes"].items())
         out.append(f"{diff.content['changed']} paired items changed content between the manifests"
                    + (f" ({causes})" if causes else ""))
+    if diff.rules:
+        out.append(f"note: {diff.rules}")
     out += ["", "## Measures" if md else "measures (paired bootstrap, "
             f"{diff.resamples} resamples, seed {diff.seed}):"]
     out += [f"{bullet}{_measure_line(m)}" for m in diff.measures] or [f"{bullet}none in common"]

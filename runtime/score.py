@@ -19,6 +19,7 @@ from .artifacts import MetricResultRecord, RunRecord, Scores
 from .embed import load_embedder
 from .import_answers import import_notes
 from .metrics import METRICS, MetricInput, MetricResult
+from .rules import RULES_VERSION
 from .metrics.base import ScoredItem
 from .runfolder import RUN_FILE, manifest_items, open_manifest, read_responses, read_run_record, write_text
 
@@ -122,7 +123,8 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
     finally:
         models.close()
     scores = Scores(benchmark=manifest.locked.benchmark, manifest_digest=manifest.locked.manifest_digest,
-                    model=record.model, items=items.height, metrics=[_result_record(r) for r in results]).to_json()
+                    model=record.model, items=items.height, rules=RULES_VERSION,
+                    metrics=[_result_record(r) for r in results]).to_json()
     write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
     return scores
 

@@ -97,6 +97,9 @@ def test_a_compiled_manifest_and_a_scored_run_fit_their_models_byte_for_byte(sco
     for name, model in (("run.json", RunRecord), ("scores.json", Scores)):
         raw = (scored["run"] / name).read_text(encoding="utf-8")
         assert json.dumps(model.model_validate(json.loads(raw)).to_json(), indent=2, sort_keys=True) + "\n" == raw
+    from benchc.runtime.rules import RULES_VERSION
+
+    assert json.loads((scored["run"] / "scores.json").read_text())["rules"] == RULES_VERSION
 
 
 def test_a_lock_that_does_not_fit_the_model_is_a_modified_manifest(scored: dict[str, Path], tmp_path: Path) -> None:

@@ -1,0 +1,100 @@
+"""The scoring-rules version: which rules turned a run's answers into its numbers.
+
+A score can move because the model changed or because benchc changed how it reads and scores
+answers (an extraction step, a correctness rule, a metric's default, how a similarity or a mean
+is taken). ``RULES_VERSION`` names the second: ``scores.json`` records it, a paper file's
+``[recorded]`` table records it, and ``benchc diff-runs`` and ``benchc reproduce`` name a
+difference as the cause when numbers move. CHANGELOG.md says what each version changed.
+
+``rules_fingerprint`` is what the version stands for, observed rather than declared: every
+metric's parameter defaults, the ``[answer]`` defaults, the verdict of every correctness rule
+and the output of every extraction step on a fixed set of probe answers, and the similarity of
+identical inputs. A golden test pins the fingerprint of each version, so a changed default or
+rule without a bump of ``RULES_VERSION`` fails the suite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchc.compiler.canonical import digest
+from benchc.compiler.metrics import METRIC_SCHEMAS
+from benchc.compiler.spec.models import Answer
+
+RULES_VERSION = 2
+"""1: benchc 0.1.0 as first released (unversioned scores). 2: identical inputs have similarity
+exactly 1, float64 cosines and fsum means, paper artifacts rounded to their printed digits."""
+
+CORRECTNESS_RULES = ("normalized", "exact", "word", "substring")
+EXTRACTION_STEPS = ("normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter", "regex")
+BUILT_IN = ("general", "judge", "koala", "merlim", "mmcbench", "mmr3")  # plugins' metrics are theirs
+PROBE_PATTERN = r"answer:\s*(\w+)"
+
+# (answer as the model wrote it, the item's targets): short and long answers, articles, option
+# letters, numbers in words, echoes and hedges, the cases whose reading has moved before.
+PROBES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("A", ("A",)), ("(B).", ("B",)), ("B. a dog", ("B",)), ("The answer is C", ("C",)),
+    ("A rectangle", ("A",)), ("Paris", ("Paris",)), ("The capital of France is Paris.", ("Paris",)),
+    ("paris.", ("Paris",)), ("the Paris", ("Paris",)), ("Answer: Shakespeare", ("Shakespeare",)),
+    ("Answer:\n\nThe capital of France is Paris.", ("Paris",)), ("five", ("5",)), ("5 dogs", ("five",)),
+    ("3.5 cm. It is long.", ("3.5 cm",)), ("No, it is not.", ("no",)), ("I do not know.", ("no",)),
+    ("Is it red? Answer yes or no.", ("yes",)), ("Yes", ("yes",)), ("not", ("no",)), ("", ("",)),
+    ("   ", ("a",)), ("a red car", ("red",)), ("42", ("42", "forty-two")), ("Rome", ("Paris", "Rome")),
+)
+
+
+def _metric_defaults() -> dict[str, dict[str, Any]]:
+    """metric name -> parameter -> its default (required parameters are left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(n for n in METRIC_SCHEMAS.names() if n.split(".")[0] in BUILT_IN):
+        fields = METRIC_SCHEMAS.get(name).model_fields
+        out[name] = {key: _plain(f.get_default(call_default_factory=True)) for key, f in sorted(fields.items())
+                     if not f.is_required()}
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A default as canonical JSON can hold it (models and tuples as their JSON, others by repr)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _verdicts() -> dict[str, list[Any]]:
+    from .answers import extract, is_correct
+
+    out: dict[str, list[Any]] = {rule: [is_correct(a, list(t), rule) for a, t in PROBES] for rule in CORRECTNESS_RULES}
+    for step in EXTRACTION_STEPS:
+        answer = Answer(extract=[step], pattern=PROBE_PATTERN if step == "regex" else None)
+        out[f"extract:{step}"] = [extract(a, answer) for a, _ in PROBES]
+    return out
+
+
+def rules_fingerprint() -> dict[str, Any]:
+    """What the scoring rules do, observed (see the module docstring)."""
+    import numpy as np
+
+    from benchc.compiler.similarity import cosine
+
+    vector = np.array([0.1, 0.2, 0.3], dtype=np.float32)
+    return {"metric_defaults": _metric_defaults(), "answer_defaults": Answer().model_dump(mode="json"),
+            "verdicts": _verdicts(), "identical_similarity": cosine(vector, vector, same=True)}
+
+
+def rules_digest() -> str:
+    return digest(rules_fingerprint())
+
+
+def rules_change(recorded: int | None, now: int = RULES_VERSION) -> str | None:
+    """A sentence naming a scoring-rules difference, or None when there is none."""
+    if recorded == now:
+        return None
+    then = "1 (unversioned: benchc 0.1.0)" if recorded is None else str(recorded)
+    return (f"the scoring rules changed: recorded under rules version {then}, scored now under {now} "
+            f"(CHANGELOG.md says what changed)")
