@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchc import __version__
 from benchc.compiler.atomic import write_bytes_atomic, write_text_atomic
+from benchc.compiler.canonical import canonical_json
 from benchc.compiler.errors import BenchcError, CheckFailed, Problem
 from benchc.compiler.registry import did_you_mean
 from benchc.compiler.spec.locate import index_lines, line_of
@@ -64,6 +65,7 @@ from .report.tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunS
                             layout_breakdown, layout_combined, layout_details, layout_rows, layout_series, read_csv,
                             sorted_by, to_csv, with_average)
 from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
+from .rules import RULES_VERSION, rules_change
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
 Scalar = str | int | float | bool
@@ -108,7 +110,8 @@ class _Artifact(_Strict):
     where: dict[str, Scalar] = Field(default_factory=dict, description="keep rows whose columns have these values")
     detail: str | None = Field(None, description="a details entry of the metric (details layout, radar)")
     labels: list[str] | None = Field(None, description="details labels to keep")
-    digits: int = Field(2, ge=0, le=8)
+    digits: int = Field(2, ge=0, le=8, description="decimals the artifact is printed, written (CSV), drawn and "
+                                                    "hashed at: cells are rounded to them first")
 
 
 class PaperPart(_Strict):
@@ -139,15 +142,38 @@ class PaperTable(_Artifact):
                                                          "name: that column of every group; true: every "
                                                          "value column)")
     average_label: str = Field("Average", min_length=1, description="the average column's name")
+    average_of: Literal["values", "rounded"] = Field(
+        "values", description="average the cells' values (default), or the cells as printed, each rounded to "
+                              "`digits` first (MMCBench's rule; named in the table's note)")
+    cell_digits: int | None = Field(None, ge=0, le=8, description="with average_of = 'rounded': the decimals the "
+                                                                  "averaged cells are printed at and rounded to "
+                                                                  "before the mean (default `digits`)")
     sort: str | None = Field(None, description="order the rows by this column (GROUP/COLUMN, or the average's)")
     descending: bool = Field(True, description="with sort: highest first")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _of_rounded(cls, data: Any) -> Any:
+        """``average = "of_rounded"``: every value column, averaged as printed (``average_of``)."""
+        if isinstance(data, dict) and data.get("average") == "of_rounded":
+            if data.get("average_of", "rounded") != "rounded":
+                raise ValueError("average = 'of_rounded' averages the rounded cells: it takes no other average_of")
+            return {**data, "average": True, "average_of": "rounded"}
+        return data
+
+    @model_validator(mode="after")
+    def _cell_digits(self) -> PaperTable:
+        if self.cell_digits is not None and self.average_of != "rounded":
+            raise ValueError("cell_digits is the precision of averaged cells under average_of = 'rounded'")
+        return self
 
     @field_validator("average", mode="before")
     @classmethod
     def _average(cls, value: Any) -> Any:
         if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             return value
-        raise ValueError("average is true (the mean of every value column) or a list of column names")
+        raise ValueError("average is true (the mean of every value column), a list of column names, or "
+                         "'of_rounded' (every value column, each cell rounded to `digits` first)")
 
     @model_validator(mode="after")
     def _detail(self) -> PaperTable:
@@ -179,7 +205,12 @@ class PaperFigure(_Artifact):
 
 class Recorded(_Strict):
     benchc: str | None = None
+    rules: int | None = Field(None, description="the scoring-rules version the artifacts were made under "
+                                                "(runtime/rules.py; absent: 1)")
     runs: dict[str, str] = Field(default_factory=dict)
+    backends: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="run id -> stage -> the canonical JSON of the fingerprint of the "
+                                          "backend that answered it (what `reproduce` names when numbers move)")
     artifacts: dict[str, str] = Field(default_factory=dict)
 
 
@@ -459,7 +490,9 @@ def _table_of(artifact: PaperTable, runs: list[RunContext]) -> Table:
         else:
             table = layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
     if artifact.average is not False:
-        table = with_average(table, None if artifact.average is True else artifact.average, artifact.average_label)
+        table = with_average(table, None if artifact.average is True else artifact.average, artifact.average_label,
+                             of_rounded=artifact.average_of == "rounded", cell_digits=artifact.cell_digits)
+    table = table.rounded()  # sorted, written and hashed as printed: noise cannot reorder rows
     if artifact.sort is not None:
         table = sorted_by(table, artifact.sort, artifact.descending)
     return table
@@ -484,7 +517,7 @@ def _figure_data(artifact: PaperFigure, scored: list[RunScores]) -> Table:
     else:
         data = layout_series(scored, columns=artifact.columns, where=artifact.where,
                              need_split=artifact.kind == "breakdown", **common)
-    data = normalized(data, artifact.normalize)
+    data = normalized(data, artifact.normalize).rounded()  # drawn and hashed as printed (Table.rounded)
     data.footer = footer_lines([r.provenance for r in scored], short=True)
     return data
 
@@ -554,13 +587,16 @@ def _reproduce(loaded: PaperFile, record: bool) -> ReproduceResult:
         for name, (_, _, data) in files.items():
             write_bytes_atomic(output / name, data)
         digests = {r.config.id: r.manifest.locked.manifest_digest for r in runs}
-        text = recorded_text(loaded.text, digests, hashes)
+        text = recorded_text(loaded.text, digests, hashes, {r.config.id: _fingerprints(r.record) for r in runs})
         write_text_atomic(loaded.path, text)
         return ReproduceResult(output, hashes, [], True, {n: "recorded" for n in hashes})
     recorded = loaded.paper.recorded.artifacts
     status = {n: "ok" if recorded.get(n) == h else "new" if n not in recorded else "changed"
               for n, h in hashes.items()}
-    drift += _compare(loaded, files, hashes)
+    changes = _compare(loaded, files, hashes)
+    if changes and loaded.paper.recorded.artifacts:
+        drift += _causes(loaded, runs)
+    drift += changes
     drifted = {d.artifact for d in drift}
     if not drift:
         shutil.rmtree(output / DRIFT_DIR, ignore_errors=True)
@@ -583,6 +619,61 @@ def check(result: ReproduceResult, paper_path: Path) -> None:
 
 
 # comparing --------------------------------------------------------------------------------------
+
+def _fingerprints(record: RunRecord) -> dict[str, str]:
+    """stage -> the canonical JSON of the fingerprint of the backend that answered it."""
+    return {stage: canonical_json(found) for stage, found in sorted(record.backends.items())}
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: value}
+
+
+def _setting_changes(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Each backend setting that differs, "stage.key: recorded X, now Y"."""
+    out = []
+    for stage in sorted(set(recorded) | set(now)):
+        if stage not in now or stage not in recorded:
+            out.append(f"stage {stage}: {'no longer answered' if stage not in now else 'not in the recorded run'}")
+            continue
+        old, new = _flat(json.loads(recorded[stage])), _flat(json.loads(now[stage]))
+        for key in sorted(set(old) | set(new)):
+            before, after = old.get(key, _UNSET), new.get(key, _UNSET)
+            if before != after:
+                out.append(f"{stage}.{key}: recorded {_shown(before)}, now {_shown(after)}")
+    return out
+
+
+_UNSET = object()
+
+
+def _shown(value: Any) -> str:
+    return "(not set)" if value is _UNSET else json.dumps(value)
+
+
+def _causes(loaded: PaperFile, runs: list[RunContext]) -> list[Drift]:
+    """What differs between the recorded runs and these, named when artifacts changed: the
+    scoring-rules version and each backend setting (a judge's beam, a model's digest...)."""
+    out = []
+    rules = rules_change(loaded.paper.recorded.rules)
+    if rules is not None:
+        out.append(Drift("(rules)", "recorded", rules, hint="if the new numbers are intended, rerun with --record "
+                                                             "(and say so in the paper's notes)"))
+    for index, run in enumerate(runs):
+        recorded = loaded.paper.recorded.backends.get(run.config.id)
+        if recorded is None:
+            continue
+        settings = _setting_changes(recorded, _fingerprints(run.record))
+        if settings:
+            out.append(Drift(f"run {run.config.id}", f"run[{index}]",
+                             f"run {run.config.id!r} was made with other backend settings than the recorded run: "
+                             + "; ".join(settings),
+                             hint="make the run with the recorded settings ([run.make] backends, or the command "
+                                  "that made it), or rerun with --record if the new settings are intended"))
+    return out
+
 
 def _compare(loaded: PaperFile, files: dict[str, tuple[str, str, bytes]], hashes: dict[str, str]) -> list[Drift]:
     recorded = loaded.paper.recorded.artifacts
@@ -697,11 +788,17 @@ def _row_label(key: tuple[str, ...], columns: list[str]) -> str:
 
 # recording --------------------------------------------------------------------------------------
 
+def _toml_string(value: str) -> str:
+    """A TOML literal string ('...', JSON's quotes left as they are) where it can be one."""
+    return f"'{value}'" if "'" not in value and value.isprintable() else json.dumps(value)
+
+
 _RECORDED_HEADER = re.compile(r"^\s*\[\s*recorded\s*(\.[^\]]*)?\]\s*(#.*)?$")
 _ANY_HEADER = re.compile(r"^\s*\[")
 
 
-def recorded_text(text: str, runs: dict[str, str], artifacts: dict[str, str]) -> str:
+def recorded_text(text: str, runs: dict[str, str], artifacts: dict[str, str],
+                  backends: dict[str, dict[str, str]] | None = None) -> str:
     """The paper file's text with its ``[recorded]`` tables replaced (everything else kept as
     written, comments included)."""
     kept, inside = [], False
@@ -716,10 +813,15 @@ def recorded_text(text: str, runs: dict[str, str], artifacts: dict[str, str]) ->
     while kept and (not kept[-1].strip() or kept[-1].startswith("# recorded by")):
         kept.pop()
     out = kept + ["", "# recorded by `benchc reproduce --record`: do not edit by hand",
-                  "[recorded]", f"benchc = {json.dumps(__version__)}", "", "[recorded.runs]"]
+                  "[recorded]", f"benchc = {json.dumps(__version__)}", f"rules = {RULES_VERSION}", "",
+                  "[recorded.runs]"]
     out += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in runs.items()]
+    for run, stages in (backends or {}).items():
+        out += ["", f"[recorded.backends.{json.dumps(run)}]"] + [f"{json.dumps(k)} = {_toml_string(v)}"
+                                                                  for k, v in stages.items()]
     out += ["", "[recorded.artifacts]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in artifacts.items()]
     result = "\n".join(out) + "\n"
     check = Paper.model_validate(tomllib.loads(result)).recorded
-    assert check.runs == runs and check.artifacts == artifacts, "recorded tables did not round-trip"
+    assert check.runs == runs and check.artifacts == artifacts and check.backends == (backends or {}), \
+        "recorded tables did not round-trip"
     return result

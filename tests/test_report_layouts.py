@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from benchc.cli import main
-from benchc.runtime.report.tables import (ColumnPart, LayoutError, Provenance, RunScores, layout_breakdown,
+from benchc.runtime.report.tables import (ColumnPart, LayoutError, Provenance, RunScores, Table, layout_breakdown,
                                           layout_combined, layout_rows, read_csv, sorted_by, to_latex, to_markdown,
                                           with_average)
-from benchc.runtime.reproduce import PaperRun, load_paper, regenerate
+from benchc.runtime.reproduce import Paper, PaperRun, load_paper, regenerate
 
 TASKS = {"rephrasing": "mm-r3/question-rephrasing", "restyling": "mm-r3/image-restyling",
          "context": "mm-r3/context-reasoning"}
@@ -106,6 +106,19 @@ def test_the_average_is_named_and_n_a_when_a_column_is_missing_and_sorting_puts_
         "llava", "blip2", "instructblip"]
     assert to_markdown(ordered).splitlines()[2].startswith("| model | rephrasing/Con |")
     assert "Average |" in to_markdown(ordered).splitlines()[2]
+
+
+def test_the_average_of_the_printed_cells_is_mmcbenchs_rule_and_named() -> None:
+    table = Table("t", "t", ["model", "a", "b", "c", "d"], [["x", 2023.4, 2130.4, 2007.4, 2115.4]], digits=2)
+    assert with_average(table, None).rows[0][-1] == pytest.approx(2069.15)  # the values' mean
+    printed = with_average(table, None, of_rounded=True, cell_digits=0)
+    assert printed.rows[0] == ["x", 2023.0, 2130.0, 2007.0, 2115.0, 2068.75]  # the paper's Table 4 row
+    assert "each cell rounded to 0 decimals first as printed (average_of = 'rounded'" in printed.notes[0]
+    noisy = Table("t", "t", ["m", "a"], [["x", 2300.0000000001], ["y", -0.0000001]], digits=2)
+    assert noisy.rounded().rows == [["x", 2300.0], ["y", 0.0]] and str(noisy.rounded().rows[1][1]) == "0.0"
+    paper = {"paper": {"title": "t"}, "run": [{"id": "r", "path": "r", "spec": "s", "version": "1.0.0"}],
+             "table": [{"name": "t", "metric": "m", "average": "of_rounded"}]}
+    assert Paper.model_validate(paper).table[0].average_of == "rounded"
 
 
 def test_column_names_that_do_not_resolve_say_why() -> None:
@@ -216,7 +229,7 @@ def test_a_paper_file_declares_a_combined_table(tmp_path: Path) -> None:
     (('label = "Restyling"\nspec = "mm-r3/image-restyling"', 'label = "Restyling"'),
      "table[0].part[1]: a part needs `runs` (run ids) or `spec` (every run of that spec), not both"),
     (('average = ["O_all"]', 'average = "O_all"'),
-     "table[0].average: average is true (the mean of every value column) or a list of column names (got 'O_all')"),
+     "table[0].average: average is true (the mean of every value column), a list of column names, or 'of_rounded'"),
     (('layout = "combined"', 'layout = "rows"'), "table[0]: [[table.part]] is read by layout 'combined' only"),
     (('sort = "Average"', 'sort = "Averag"'),
      "table[0].sort: the table has no column 'Averag' (did you mean 'Average'?)"),

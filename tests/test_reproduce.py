@@ -253,3 +253,30 @@ def test_a_recipe_key_typo_is_caught_with_did_you_mean(tmp_path: Path, capsys: p
     err = capsys.readouterr().err
     assert "run[0].make.worker" in err and "unknown key" in err and "workers" in err
     assert not (tmp_path / "demo").exists()
+
+
+def test_a_run_made_with_other_backend_settings_is_named_as_the_cause(recorded: Tree, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    tree = _copy(recorded, tmp_path)
+    text = tree.paper.read_text()
+    assert "rules = 2" in text and '[recorded.backends."fast"]' in text and '"speed":175' in text
+    runs = tree.root / "runs"
+    shutil.move(runs / "a", runs / "old-a")
+    shutil.copytree(runs / "b", runs / "a")  # run 'fast' is now the 120 wpm run
+    code, _, err = _reproduce(tree, capsys)
+    assert code == 1 and "Traceback" not in err
+    assert "run[0]: run 'fast' was made with other backend settings than the recorded run: " in err, err
+    assert "speech.speed: recorded 175, now 120" in err and "run 'slow' was made" not in err
+    assert "artifact 'table4' changed" in err  # the cause comes with the change it explains
+
+
+def test_a_scoring_rules_difference_is_named_as_the_cause(recorded: Tree, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    tree = _copy(recorded, tmp_path)
+    tree.paper.write_text(tree.paper.read_text().replace("rules = 2\n", ""))  # recorded before rules versions
+    assert _reproduce(tree, capsys)[0] == 0  # the same numbers: nothing to explain
+    _edit_answer(tree.root / "runs" / "b", "transcript", "nothing like what was said")
+    code, _, err = _reproduce(tree, capsys)
+    assert code == 1
+    assert ("recorded: the scoring rules changed: recorded under rules version 1 (unversioned: benchc 0.1.0), "
+            "scored now under 2") in err, err

@@ -34,7 +34,7 @@ import io
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchc import __version__
@@ -121,6 +121,22 @@ class Table:
     def numeric(self, column: int) -> bool:
         values = [r[column] for r in self.rows if column < len(r) and r[column] is not None]
         return bool(values) and all(_is_number(v) for v in values)
+
+    def rounded(self) -> Table:
+        """The table with every float cell rounded to ``digits``: what a paper artifact is
+        written, drawn and hashed from, so that a last-bit difference (another CPU's kernels)
+        cannot change a file unless it changes a printed digit."""
+        rows = [[round_cell(v, self.digits) for v in row] for row in self.rows]
+        return replace(self, rows=rows)
+
+
+def round_cell(value: Any, digits: int) -> Any:
+    """A float rounded to ``digits`` decimals (-0.0 as 0.0), lists element-wise; others as they are."""
+    if isinstance(value, float) and math.isfinite(value):
+        return round(value, digits) + 0.0
+    if isinstance(value, (list, tuple)):
+        return type(value)(round_cell(v, digits) for v in value)
+    return value
 
 
 def _is_number(value: Any) -> bool:
@@ -651,12 +667,15 @@ def resolve_column(table: Table, name: str, key: str) -> int:
     return found[0]
 
 
-def with_average(table: Table, columns: Sequence[str] | None, label: str = "Average") -> Table:
+def with_average(table: Table, columns: Sequence[str] | None, label: str = "Average",
+                 of_rounded: bool = False, cell_digits: int | None = None) -> Table:
     """The table with a last column ``label``: the mean of ``columns`` in each row (a bare name
     means that column in every group, ``matching_columns``; None: every value column, i.e.
     each numeric column after the row labels that holds a float). A row missing any of them
     has no average (n/a): a mean over fewer columns would not compare. A note names the
-    columns averaged."""
+    columns averaged. ``of_rounded``: the mean of the cells as printed, each averaged cell
+    rounded to ``cell_digits`` (default: the table's ``digits``) in the table and before the
+    mean, as MMCBench prints integer cells and the 2-decimal mean of those integers."""
     flat = table.flat_columns()
     if label in flat:
         raise LayoutError(f"the table already has a column {label!r}", key="average_label")
@@ -670,12 +689,17 @@ def with_average(table: Table, columns: Sequence[str] | None, label: str = "Aver
     for i in chosen:
         if not table.numeric(i) and any(r[i] is not None for r in table.rows if i < len(r)):
             raise LayoutError(f"column {flat[i]!r} is not numeric: it cannot be averaged", key="average")
+    digits = table.digits if cell_digits is None else cell_digits
     rows = []
     for row in table.rows:
+        if of_rounded:
+            row = [round_cell(v, digits) if i in chosen else v for i, v in enumerate(row)]
         values = [row[i] if i < len(row) else None for i in chosen]
-        mean = None if any(v is None for v in values) else sum(values) / len(values)
+        mean = None if any(v is None for v in values) else math.fsum(values) / len(values)
         rows.append([*row, mean])
-    note = f"{label}: the mean of {', '.join(flat[i] for i in chosen)} (n/a where any of them is n/a)."
+    rounded = (f", each cell rounded to {digits} decimal{'s' if digits != 1 else ''} first as printed "
+               "(average_of = 'rounded', MMCBench's rule)") if of_rounded else ""
+    note = f"{label}: the mean of {', '.join(flat[i] for i in chosen)}{rounded} (n/a where any of them is n/a)."
     return Table(table.name, table.title, [*table.columns, label], rows, groups=table.groups, stub=table.stub,
                  digits=table.digits, notes=[note, *table.notes], footer=table.footer)
 
