@@ -4,7 +4,7 @@ correctness function every general metric and ``benchc diff-runs`` share.
 Extraction steps (run in order; each takes the previous step's text):
 
 * ``normalize``: SQuAD-style (lower case, number words as digits, no punctuation, no articles,
-  white space collapsed).
+  white space collapsed); an answer that is only articles keeps them ("A" is option A).
 * ``first_line``: the first line that is not blank.
 * ``first_sentence``: up to the first ``.``, ``!`` or ``?`` followed by white space or the end
   ("3.5 cm. It is..." -> "3.5 cm.").

@@ -21,9 +21,10 @@ from benchc.compiler.canonical import digest
 from benchc.compiler.metrics import METRIC_SCHEMAS
 from benchc.compiler.spec.models import Answer
 
-RULES_VERSION = 2
+RULES_VERSION = 3
 """1: benchc 0.1.0 as first released (unversioned scores). 2: identical inputs have similarity
-exactly 1, float64 cosines and fsum means, paper artifacts rounded to their printed digits."""
+exactly 1, float64 cosines and fsum means, paper artifacts rounded to their printed digits.
+3: an answer that is only articles keeps its words when normalised ("A" is option A, not "")."""
 
 CORRECTNESS_RULES = ("normalized", "exact", "word", "substring")
 EXTRACTION_STEPS = ("normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter", "regex")

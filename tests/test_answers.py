@@ -134,3 +134,12 @@ def test_score_and_diff_runs_give_one_accuracy(negation: Path) -> None:
     assert correct.mean_a == pytest.approx(overall)
     # a constant answer never flips with negation: the opposite relation never holds
     assert all(r["holds"] == 0.0 for r in _metric(scores, "general.consistency")["rows"])
+
+
+@pytest.mark.parametrize("answer, target, right", [
+    ("A", "A", True), ("a.", "A", True), ("(A)", "A", True), ("B", "A", False), ("An", "A", False),
+    ("The", "A", False), ("A rectangle", "A", False), ("A", "B", False), ("", "A", False), ("the", "the", True),
+])
+def test_an_option_letter_a_is_not_an_article(answer: str, target: str, right: bool) -> None:
+    # rules 3: "A" normalised to "" (SQuAD drops articles), so a right "A" was never right
+    assert is_correct(answer, [target]) is right

@@ -30,15 +30,16 @@ def _paraphrase_rules(prompt: str) -> str:
     return f"The answer is {fact}" if "just the answer" in prompt else fact
 
 
-RULES = {"yes": lambda prompt: "Yes.", "b": lambda prompt: "B", "paraphrase": _paraphrase_rules}
+RULES = {"yes": lambda prompt: "Yes.", "a": lambda prompt: "A", "b": lambda prompt: "B", "c": lambda prompt: "C",
+         "d": lambda prompt: "D", "paraphrase": _paraphrase_rules}
 
 
 class RulesOptions(BackendOptions):
-    rules: Literal["yes", "b", "paraphrase"] = Field("yes", description="which rule answers")
+    rules: Literal["yes", "a", "b", "c", "d", "paraphrase"] = Field("yes", description="which rule answers")
 
 
 Rules = rule_backend("test-rules", RulesOptions, lambda opts, prompt: RULES[opts.rules](prompt))
-"""A rule-based model: ``rules=yes`` always says "Yes.", ``rules=b`` always picks option B,
+"""A rule-based model: ``rules=yes`` always says "Yes.", ``rules=b`` always picks option B (a, c, d likewise),
 ``rules=paraphrase`` knows the paraphrase example's facts."""
 
 
@@ -98,6 +99,20 @@ def test_option_permutation_is_circular_eval(root: Path) -> None:
     assert worst["worst_case"] == 0.0  # the right letter moves: "always B" is never right 4 times
     # shift 0 vs k: both right needs B at both shifts, impossible for a rotated option
     assert all(r["holds"] == 0.0 for r in metrics["general.consistency"]["rows"])
+
+
+@pytest.mark.parametrize("letter", "ACD")
+def test_an_always_x_model_scores_one_in_k_for_every_letter(root: Path, letter: str) -> None:
+    # "A" is an option, not an article: rules 3 (it normalised to "" and was never right)
+    items, metrics = _evaluate(root, "option_permutation", f"test-rules:rules={letter.lower()}")
+    expected = [json.loads(a)["expected"] for a in items["attrs"]]
+    assert set(expected) == set("ABCD") and len(expected) % 4 == 0
+    accuracy = _rows(metrics["general.accuracy"], "shift")
+    assert sum(r["accuracy"] for r in accuracy.values()) / 4 == pytest.approx(25.0, abs=1e-9)
+    for shift, row in accuracy.items():
+        at = [json.loads(a)["expected"] for a in items["attrs"] if json.loads(a)["shift"] == shift]
+        assert row["accuracy"] == pytest.approx(100 * at.count(letter) / len(at), abs=1e-9)
+    assert metrics["general.worst_case"]["rows"][0]["worst_case"] == 0.0
 
 
 def test_paraphrase_invariance_from_a_csv(root: Path) -> None:

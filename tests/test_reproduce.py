@@ -17,6 +17,7 @@ from benchc import api
 from benchc.cli import main
 from benchc.compiler.canonical import digest_file
 from benchc.runtime.report.tables import read_csv
+from benchc.runtime.rules import RULES_VERSION
 from conftest import ROOT
 from specfiles import MINI_SPEC, TABLE, write_mini
 
@@ -259,7 +260,7 @@ def test_a_run_made_with_other_backend_settings_is_named_as_the_cause(recorded: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     tree = _copy(recorded, tmp_path)
     text = tree.paper.read_text()
-    assert "rules = 2" in text and '[recorded.backends."fast"]' in text and '"speed":175' in text
+    assert f"rules = {RULES_VERSION}" in text and '[recorded.backends."fast"]' in text and '"speed":175' in text
     runs = tree.root / "runs"
     shutil.move(runs / "a", runs / "old-a")
     shutil.copytree(runs / "b", runs / "a")  # run 'fast' is now the 120 wpm run
@@ -273,10 +274,11 @@ def test_a_run_made_with_other_backend_settings_is_named_as_the_cause(recorded: 
 def test_a_scoring_rules_difference_is_named_as_the_cause(recorded: Tree, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     tree = _copy(recorded, tmp_path)
-    tree.paper.write_text(tree.paper.read_text().replace("rules = 2\n", ""))  # recorded before rules versions
+    # recorded before there were rules versions
+    tree.paper.write_text(tree.paper.read_text().replace(f"rules = {RULES_VERSION}\n", ""))
     assert _reproduce(tree, capsys)[0] == 0  # the same numbers: nothing to explain
     _edit_answer(tree.root / "runs" / "b", "transcript", "nothing like what was said")
     code, _, err = _reproduce(tree, capsys)
     assert code == 1
     assert ("recorded: the scoring rules changed: recorded under rules version 1 (unversioned: benchc 0.1.0), "
-            "scored now under 2") in err, err
+            f"scored now under {RULES_VERSION}") in err, err

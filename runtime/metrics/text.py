@@ -18,7 +18,10 @@ _YES_NO = re.compile(r"\b(yes|no)\b")
 @lru_cache(maxsize=65536)
 def normalize_answer(text: str) -> str:
     """SQuAD-style: lower-case, number words as digits (text2num), punctuation and the articles
-    a/an/the removed, white space collapsed. "Two Dogs." -> "2 dogs"."""
+    a/an/the removed, white space collapsed. "Two Dogs." -> "2 dogs". An answer that is only
+    articles keeps its words (rules 3): "A" is option A (or a grade), not a missing answer;
+    SQuAD's rule normalised it to "", so a right "A" was never right and two "A" answers never
+    agreed."""
     from text_to_num import alpha2digit
 
     text = text.lower()
@@ -26,8 +29,9 @@ def normalize_answer(text: str) -> str:
         text = alpha2digit(text, "en", threshold=0)
     except (ValueError, IndexError):  # text2num refuses a few odd inputs; keep the words
         pass
-    text = _ARTICLES.sub(" ", text.translate(_PUNCT))
-    return " ".join(text.split())
+    words = text.translate(_PUNCT)
+    kept = " ".join(_ARTICLES.sub(" ", words).split())
+    return kept or " ".join(words.split())
 
 
 def yes_no(text: str, how: str = "first_word") -> str | None:
