@@ -19,7 +19,7 @@ demo: setup
 # The whole suite, slow real-model tests included, then the model backends' tests again under
 # transformers 5.x (CI runs exactly this).
 test: setup lint
-	$(PYTEST) -n 2 --dist loadgroup -q
+	$(PYTEST) -n 2 --dist loadgroup -q --durations=30
 	$(MAKE) --no-print-directory test-transformers5
 
 # Checked style: ruff's rules ([tool.ruff] in pyproject.toml) over the tree, mypy --strict over
