@@ -117,7 +117,7 @@ def test_the_default_format_is_unchanged(world: World, tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert run_cli("import", world.manifest, answers, "-o", run) == 0
     plain = world.score(run)
-    assert not (run / "lm-eval").exists() and set(plain) == {"benchmark", "manifest_digest", "model", "items",
+    assert not (run / "lm-eval").exists() and set(plain) == {"benchmark", "manifest_digest", "model", "items", "rules",
                                                              "metrics"}
     first = (run / "scores.json").read_bytes()
     world.score(run, "--format", "lm-eval")
@@ -125,6 +125,7 @@ def test_the_default_format_is_unchanged(world: World, tmp_path: Path) -> None:
     results = _results(run)
     assert results["benchc"]["imported"]["source_sha256"] == hashlib.sha256(answers.read_bytes()).hexdigest()
     assert results["date"] is None and results["model_name"] == "imported"  # an import has no start time
+    assert results["benchc"]["scoring_rules"] == plain["rules"]
 
 
 def test_missing_answers_show_in_the_samples(world: World, tmp_path: Path) -> None:
