@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Iterator
 import subprocess
 import sys
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from support.demo import Demo
 
 # Tests never time: hypothesis's per-example deadline (200 ms) would fail a property on a loaded
 # 2-core machine for reasons that have nothing to do with the property.
@@ -27,6 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if transformers.__version__.split(".")[0] != expected:
             raise pytest.UsageError(f"transformers {transformers.__version__} is imported, not {expected}.x")
 
+# Fails the run when a test without the slow mark takes over a minute (issue 24).
+pytest_plugins = ["support.budget"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 TEXT2SPEECH = SPECS / "mmcbench" / "text2speech.toml"
@@ -39,6 +49,37 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
         check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``benchc ARGS`` as the console script runs it (``benchc.cli.main``), in this process, its
+    output captured: the same code path, without paying a fresh interpreter and its imports
+    (torch, polars, transformers: 2-4 s of CPU) per call. A bug's traceback goes to the captured
+    stderr with exit status 1, as a process would show it, so ``"Traceback" not in stderr`` keeps
+    its meaning. Calls that set ``env`` run in a fresh process (:func:`cli_process`), as do the
+    tests where the process boundary is what is tested (exit status of the real process, signals,
+    variables read at start-up)."""
+    if env:
+        return cli_process(*args, cwd=cwd, env=env, check=check)
+    from benchc.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        os.chdir(cwd or ROOT)
+        try:
+            code: int = main([str(arg) for arg in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # a bug: what the interpreter would print before exiting with 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            os.chdir(here)
+    done = subprocess.CompletedProcess(["benchc", *map(str, args)], code, out.getvalue(), err.getvalue())
+    if check and done.returncode != 0:
+        raise AssertionError(f"benchc {' '.join(map(str, args))} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def cli_process(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+                check: bool = False) -> subprocess.CompletedProcess[str]:
     """Run ``benchc`` as a user would, in a fresh process."""
     full_env = {**os.environ, **(env or {})}
     done = subprocess.run([sys.executable, "-m", "benchc.cli", *map(str, args)], cwd=cwd or ROOT,
@@ -57,6 +98,15 @@ def cache(tmp_path: Path) -> Path:
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One compile cache for tests that only read bundled specs (saves recomputing media)."""
     return tmp_path_factory.mktemp("shared-cache")
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    """`make demo`, run once in a scratch folder (tests/support/demo.py); mark a test that uses it
+    ``pytest.mark.xdist_group("demo")`` so that its users share one xdist worker, and one run."""
+    from support.demo import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo"))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli
+from conftest import ROOT, cli_process as cli  # a plugin's import is process-wide: each call gets its own
 
 from benchc.compiler.registry import PluginError, Registry, UnknownName, instance
 

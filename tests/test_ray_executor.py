@@ -35,7 +35,7 @@ from benchc.runtime.ray_executor import (BackendActor, _check_actors, _dispatch,
 from benchc.runtime.run import RunOptions
 from benchc.runtime.store import ResponseStore
 from support.stored import stored_responses
-from conftest import ROOT, cli
+from conftest import ROOT, cli_process as cli  # this process is a Ray driver already: the CLI joins as another
 from specfiles import write_mini
 
 # a Ray cluster, real espeak, pocketsphinx and MiniLM; one xdist worker, so one cluster start
