@@ -80,7 +80,8 @@ def test_reference_spec_end_to_end(spec: str, tiny_llava: Path, tmp_path: Path) 
 
 
 def test_speech2text_end_to_end(tmp_path: Path) -> None:
-    out = _eval("mmcbench/speech2text", "pocketsphinx", ["sample.n=1"], tmp_path)
+    # the narrower first pass of `make demo` (a fifth of the CPU): the test is of the stages, not the beam
+    out = _eval("mmcbench/speech2text", "pocketsphinx:beam=1e-30", ["sample.n=1"], tmp_path)
     responses, scores = _check_every_item_answered(out)
     [metric] = scores["metrics"]
     assert metric["name"] == "mmcbench.consistency" and {r["severity"] for r in metric["rows"]} == {"light", "heavy"}

@@ -56,7 +56,7 @@ def test_validate_reports_every_error_at_once(tmp_path: Path) -> None:
     text = MINI_SPEC.format(table=TABLE, n=4)
     text = text.replace('op = "mmcbench.released_text"', 'op = "nope"').replace(
         'name = "mmcbench.consistency"', 'name = "mmcbench.consistensy"').replace(
-        'backend = "pocketsphinx"', 'backend = "pocketsfinx"')
+        'backend = "pocketsphinx:beam=1e-30"', 'backend = "pocketsfinx"')
     done = cli("validate", write_mini(tmp_path, text=text))
     assert done.returncode == 2
     for fragment in ("node[0].op", "metric[0].name", "did you mean 'mmcbench.consistency'",
