@@ -17,29 +17,33 @@ import polars as pl
 import pytest
 
 from support.stored import stored_responses
-from conftest import ROOT, TEXT2SPEECH, cli
+from conftest import ROOT, cli
 from specfiles import write_mini
+from support.demo import DEMO_ARGS, Demo, makefile_demo_args
 
 pytestmark = pytest.mark.slow
 
 
-def test_eval_on_the_bundled_tables(tmp_path: Path) -> None:
-    done = cli("eval", TEXT2SPEECH, "--model", "espeak", "--set", "sample.n=2", "-j", "2",
-               "-o", tmp_path / "out", "--cache", tmp_path / "cache", "--store", tmp_path / "store", check=True)
-    scores = json.loads((tmp_path / "out" / "run" / "scores.json").read_text())
+@pytest.mark.xdist_group("demo")
+def test_make_demo_evaluates_the_bundled_tables(demo: Demo) -> None:
+    """The README's main job as the Makefile runs it: two sentences of each bundled table (heavy
+    and light, hard and random selections), espeak speaking, pocketsphinx transcribing."""
+    assert makefile_demo_args() == DEMO_ARGS
+    scores = json.loads((demo.out / "run" / "scores.json").read_text())
     [metric] = scores["metrics"]
     assert metric["name"] == "mmcbench.consistency"
-    assert scores["items"] == 2 * 24
+    assert scores["items"] == 4 * 2 * 24  # four tables, two records each, clean + 23 corruptions
+    assert sorted((r["severity"], r["selection"]) for r in metric["rows"]) == [
+        ("heavy", "hard"), ("heavy", "random"), ("light", "hard"), ("light", "random")]
     for row in metric["rows"]:
-        assert row["corruptions"] == 23 and row["max"] == 2300
+        assert row["corruptions"] == 23 and row["max"] == 2300 and row["groups"] == 2
         assert 0 <= row["score"] <= 2300
-        assert row["severity"] in ("heavy", "light") and row["selection"] in ("hard", "random")
     per = next(iter(metric["details"]["per_corruption_x100"].values()))
     assert len(per) == 23 and "clean" not in per
-    report = (tmp_path / "out" / "run" / "report.md").read_text()
+    report = (demo.out / "run" / "report.md").read_text()
     assert "offline stand-ins" in report and "wav2vec2" in report
-    assert "| severity | selection | groups | corruptions | score | max |" in done.stdout
-    responses = pl.read_parquet(tmp_path / "out" / "run" / "responses.parquet")
+    assert "| severity | selection | groups | corruptions | score | max |" in demo.stdout
+    responses = pl.read_parquet(demo.out / "run" / "responses.parquet")
     assert responses.filter(pl.col("stage") == "speech")["kind"].unique().to_list() == ["audio"]
     assert responses.filter(pl.col("stage") == "transcript")["text"].str.len_chars().sum() > 0
 
@@ -53,7 +57,7 @@ def test_rerun_asks_no_backend_again(tmp_path: Path) -> None:
     assert "speech: 6 requests to espeak (0 cached, 6 run)" in first
     second = cli(*args, check=True).stdout
     assert "speech: 6 requests to espeak (6 cached, 0 run)" in second
-    assert "transcript: 6 requests to pocketsphinx (6 cached, 0 run)" in second
+    assert "transcript: 6 requests to pocketsphinx:beam=1e-30 (6 cached, 0 run)" in second
 
 
 def _run_args(tmp_path: Path, records: int) -> list[str]:
