@@ -36,7 +36,7 @@ TF5_TESTS := tests/test_hf_families.py tests/test_hf_backend.py tests/test_hf_pr
 	tests/test_t2i_backend.py tests/test_gpu_throughput_cpu.py tests/test_model_steps_e2e.py
 test-transformers5: setup
 	@[ "$$(cat $(TF5)/.installed 2>/dev/null)" = "$$(cat requirements-transformers5.txt)" ] || { \
-		rm -rf $(TF5) && $(VENV)/bin/python -m pip install -q --no-deps --target $(TF5) \
+		rm -rf $(TF5) && $(VENV)/bin/python -m pip install -q --no-compile --no-deps --target $(TF5) \
 			-r requirements-transformers5.txt && cp requirements-transformers5.txt $(TF5)/.installed; }
 	PYTHONPATH=$(TF5) BENCHC_EXPECT_TRANSFORMERS=5 $(PYTEST) -n 2 -q $(TF5_TESTS)
 
