@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from ..hf_pil import pil_image_processor
 from ..identity import folder_digest
 from ..errors import OpError, Problem
 from .base import OpContext
@@ -65,12 +66,11 @@ class Detection:
 def load_detector(path: str, sha256: str) -> tuple[Any, Any]:
     """(model, image processor) of an object detector; cached per (path, digest), so weights
     rewritten under the same path (and pinned anew) are loaded again."""
-    from transformers import AutoImageProcessor, AutoModelForObjectDetection
+    from transformers import AutoModelForObjectDetection
 
     try:
         model = AutoModelForObjectDetection.from_pretrained(path, local_files_only=True)
-        processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]  # untyped in transformers
-            path, local_files_only=True, use_fast=False)
+        processor = pil_image_processor(Path(path), model.config.model_type)
     except Exception as exc:  # noqa: BLE001 - not a detector folder: name it and say why
         raise _load_failed(Path(path), "an object detector", exc) from None
     return model.float().eval(), processor
@@ -103,25 +103,25 @@ def load_clip(path: str, sha256: str) -> tuple[Callable[[dict[str, torch.Tensor]
     (its ``get_image_features``) or a ``CLIPVisionModelWithProjection`` (its ``image_embeds``).
     The two are told apart by config.json's model_type, since a CLIPModel's vision config does
     not always carry the projection size of the full model."""
-    from transformers import (
-        AutoConfig,
-        AutoImageProcessor,
-        CLIPModel,
-        CLIPVisionModelWithProjection,
-    )
+    from transformers import AutoConfig, CLIPModel, CLIPVisionModelWithProjection
 
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]  # untyped in transformers
-            path, local_files_only=True, use_fast=False)
+        processor = pil_image_processor(Path(path), config.model_type)
         if config.model_type == "clip":
             full = CLIPModel.from_pretrained(path, local_files_only=True).float().eval()
-            return (lambda inputs: full.get_image_features(**inputs)), processor
+            return (lambda inputs: _as_tensor(full.get_image_features(**inputs))), processor
         vision = CLIPVisionModelWithProjection.from_pretrained(path, local_files_only=True)
         vision = vision.float().eval()
         return (lambda inputs: vision(**inputs).image_embeds), processor
     except Exception as exc:  # noqa: BLE001 - transformers raises many kinds; name the folder
         raise _load_failed(Path(path), "a CLIP model", exc) from None
+
+
+def _as_tensor(features: Any) -> Any:
+    """``get_image_features`` returns a tensor in transformers 4.x, a model output whose
+    ``pooler_output`` is that tensor in 5.x."""
+    return getattr(features, "pooler_output", features)
 
 
 def clip_embeddings(path: Path, sha256: str, images: list[Image.Image]) -> np.ndarray:

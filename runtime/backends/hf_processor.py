@@ -10,12 +10,14 @@ image processor.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from pathlib import Path
 from typing import Any
 
 from benchc.compiler.errors import BackendError, Problem
+from benchc.compiler.hf_pil import pil_image_processor
+
+__all__ = ["image_only_processor", "missing_module", "needs_torchvision", "pil_image_processor"]
 
 
 def missing_module(exc: BaseException) -> str:
@@ -37,22 +39,6 @@ class _NoVideoProcessor:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise BackendError(Problem("hf: this processor's video part needs torchvision, which is not installed"))
-
-
-def pil_image_processor(path: Path, model_type: str) -> Any:
-    """The folder's image processor in its PIL form, which needs no torchvision. transformers
-    5.x keeps it as ``<Family>ImageProcessorPil`` in the family's own module, and its top-level
-    names (``transformers.AutoImageProcessor``, ``transformers.<Family>ImageProcessorPil``) are
-    lazy-import placeholders that demand torchvision, so both are imported from their modules
-    here. In 4.x the plain class is the PIL one."""
-    from transformers.models.auto.image_processing_auto import AutoImageProcessor
-
-    try:
-        module = importlib.import_module(f"transformers.models.{model_type}.image_processing_pil_{model_type}")
-    except ModuleNotFoundError:  # 4.x, or a family that reuses another's processor (Qwen2.5-VL)
-        return AutoImageProcessor.from_pretrained(path, local_files_only=True, use_fast=False)
-    pil_class = next(c for name, c in vars(module).items() if name.endswith("ImageProcessorPil"))
-    return pil_class.from_pretrained(path, local_files_only=True)
 
 
 def image_only_processor(path: Path, config: Any) -> Any:
