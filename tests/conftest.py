@@ -37,6 +37,27 @@ def pytest_configure(config: pytest.Config) -> None:
 # Fails the run when a test without the slow mark takes over a minute (issue 24).
 pytest_plugins = ["support.budget"]
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Two things for `pytest -n 2 --dist loadgroup` (issue 24), neither changing what a test checks:
+
+    - Tests that use a module-scoped fixture of theirs (a built model, a made run) go to one
+      worker, as one xdist group per module, so the fixture is made once rather than once per
+      worker (the GPU-throughput benchmark's run was made twice: 34 s). A test with an
+      ``xdist_group`` mark of its own keeps it.
+    - The ``slow`` tests start first: a long test started last leaves the other worker idle."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs and defs[-1].scope in ("module", "class")
+                                    for defs in info.name2fixturedefs.values())
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 TEXT2SPEECH = SPECS / "mmcbench" / "text2speech.toml"
