@@ -128,7 +128,7 @@ def test_backends_lists_each_backends_options() -> None:
     assert "      batch_size: requests per batch, int >= 1 (default 8)" in hf
     sphinx = out[out.index("pocketsphinx  (speech-to-text)"):]
     assert "written: pocketsphinx or pocketsphinx:option=value,... (no target)" in sphinx
-    assert "      beam: " in sphinx and "number in (0, 1)" in sphinx
+    assert "      beam: " in sphinx and "number in (0, 1e-20]" in sphinx
 
 
 def test_backend_docs_come_from_each_backends_options_model() -> None:
