@@ -46,6 +46,7 @@ import re
 import time
 import types
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from functools import lru_cache
 from typing import Any, cast
 
 import jinja2
@@ -667,7 +668,11 @@ def _number_filter(text: object) -> int | float | str:
 _ENV = make_environment()
 
 
+@lru_cache(maxsize=1024)
 def compile_template(source: str) -> jinja2.Template:
+    """The sandboxed template of ``source``, compiled once per process: a compile renders one
+    template per item, and Jinja's parse and code generation cost more than the render (a
+    template is reentrant: each render gets its own context and sandbox budget)."""
     try:
         return _ENV.from_string(source)
     except jinja2.TemplateSyntaxError as exc:

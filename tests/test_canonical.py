@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, strategies as st
 
-from benchc.compiler.canonical import HASH_RECIPE_VERSION, NotCanonicalError, canonical_json, digest
+from benchc.compiler.canonical import (HASH_RECIPE_VERSION, NotCanonicalError, _normalise, canonical_json,
+                                      digest)
 
 # Changing any of these means every benchmark hash changes: bump HASH_RECIPE_VERSION and add
 # the new values as a new version entry instead of editing these.
@@ -57,6 +59,52 @@ json_values = st.recursive(
 @given(json_values)
 def test_canonical_json_round_trips(value: object) -> None:
     assert json.loads(canonical_json(value)) == value
+
+
+class _Key(str):
+    pass
+
+
+class _Count(int):
+    pass
+
+
+# what canonical_json meets besides plain JSON: tuples, str/int subclasses, other Mappings, bad values
+odd_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | st.builds(_Key, st.text(max_size=3))
+    | st.builds(_Count, st.integers()) | st.just(b"x") | st.just({1, 2}),
+    lambda children: (st.lists(children, max_size=3) | st.lists(children, max_size=3).map(tuple)
+                      | st.dictionaries(st.text(max_size=3), children, max_size=3)
+                      | st.dictionaries(st.text(max_size=3), children, max_size=3).map(MappingProxyType)
+                      | st.dictionaries(st.integers(0, 3), children, min_size=1, max_size=2)),
+    max_leaves=12,
+)
+
+
+def _general_walk(value: object) -> str:
+    """canonical_json as it was written before the fast walk: the path-naming walk alone."""
+    return json.dumps(_normalise(value, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+@given(odd_values)
+def test_the_fast_walk_gives_the_general_walks_text_and_errors(value: object) -> None:
+    try:
+        expected: object = _general_walk(value)
+    except NotCanonicalError as exc:
+        expected = f"error: {exc}"
+    try:
+        got: object = canonical_json(value)
+    except NotCanonicalError as exc:
+        got = f"error: {exc}"
+    assert got == expected
+
+
+def test_an_error_names_the_bad_part_however_deep() -> None:
+    with pytest.raises(NotCanonicalError, match=r"^\$\.a\[1\]\.b: non-finite float nan"):
+        canonical_json({"a": [1, {"b": math.nan}]})
+    with pytest.raises(NotCanonicalError, match=r"^\$\.a\[0\]: set has no canonical JSON form"):
+        canonical_json({"a": ({1},)})
 
 
 @given(st.dictionaries(st.text(max_size=6), st.integers(), max_size=8), st.randoms())

@@ -240,9 +240,9 @@ def test_ops_command_lists_the_text_ops() -> None:
 
 
 def test_nltk_data_is_laid_out_once_under_concurrent_processes(tmp_path: Path) -> None:
-    snippet = ("from benchc.compiler.ops.nltk_offline import ensure_nltk_data\n"
-               "from nltk.corpus import stopwords, wordnet\n"
-               "ensure_nltk_data()\n"
+    snippet = ("from benchc.compiler.ops.nltk_offline import load_wordnet\n"
+               "from nltk.corpus import stopwords\n"
+               "wordnet = load_wordnet()\n"  # lays the data out first
                "print(wordnet.synsets('dog')[0].name(), len(stopwords.words('english')))\n")
     env = {**os.environ, "BENCHC_NLTK_DATA": str(tmp_path / "nltk"),
            "TA_CACHE_DIR": str(tmp_path / "ta")}
@@ -256,6 +256,28 @@ def test_nltk_data_is_laid_out_once_under_concurrent_processes(tmp_path: Path) -
     assert sorted(p.name for p in corpora.iterdir()) == ["stopwords", "wordnet", "wordnet_ic"]
     assert (corpora / "wordnet" / "data.noun").stat().st_size == 15_300_280  # CRLF removed
     assert (tmp_path / "ta" / "post_install_check_3").is_file()
+
+
+def test_wordnet_loads_without_mapping_3_0_onto_itself() -> None:
+    """load_wordnet skips NLTK's map of WordNet 3.0 onto the loaded 3.0: safe only while NLTK
+    reads the map nowhere but where it loads Open Multilingual WordNet tab files."""
+    import inspect
+
+    import nltk.corpus.reader.wordnet as reader_module
+
+    from benchc.compiler.ops.nltk_offline import load_wordnet
+
+    original = reader_module.WordNetCorpusReader.map_wn
+    wordnet = load_wordnet()
+    assert load_wordnet() is wordnet and isinstance(wordnet, reader_module.WordNetCorpusReader)
+    assert wordnet.get_version() == "3.0" and wordnet.map30 is None
+    assert reader_module.WordNetCorpusReader.map_wn is original  # the class is left as it was
+    readers = [name for name, member in inspect.getmembers(reader_module.WordNetCorpusReader, inspect.isfunction)
+               if "map30" in inspect.getsource(member)]
+    assert readers == ["__init__", "custom_lemmas"]  # an NLTK that reads it elsewhere: revisit
+    # as a reader loaded the plain way gives them (checked by hand, NLTK 3.10.4)
+    assert [s.name() for s in wordnet.synsets("happy")] == ["happy.a.01", "felicitous.s.01", "glad.s.01",
+                                                            "happy.s.03"]
 
 
 def test_importing_the_ops_imports_no_text_library() -> None:

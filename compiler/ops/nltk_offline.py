@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 DATA_ENV = "BENCHC_NLTK_DATA"
 DEFAULT_DATA_DIR = Path("~/.cache/benchc/nltk_data")
@@ -67,6 +68,38 @@ def ensure_nltk_data() -> Path:
         if str(root) not in nltk.data.path:
             nltk.data.path.insert(0, str(root))
     return root
+
+
+def load_wordnet() -> Any:
+    """NLTK's WordNet 3.0 reader (``nltk.corpus.wordnet``), laid out and loaded once per process.
+
+    NLTK 3.10's reader builds, as it loads, a map from WordNet 3.0 onto the loaded WordNet
+    (``map_wn``; its own comparison of "3.0" with "wordnet" always fails), even when the loaded
+    one is 3.0 itself, as here: the map is 3.0 onto 3.0, two thirds of the load (about 2 s
+    a process), and it is read only when Open Multilingual WordNet tab files are loaded, where
+    ``None`` means "already 3.0", NLTK's own branch for that case. So the load skips it."""
+    ensure_nltk_data()
+    from nltk.corpus import wordnet
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    with _LOCK:
+        if isinstance(wordnet, WordNetCorpusReader):  # the lazy loader becomes the reader once loaded
+            return wordnet
+        original = WordNetCorpusReader.map_wn
+        WordNetCorpusReader.map_wn = _no_map_onto_itself
+        try:
+            wordnet.ensure_loaded()
+        finally:
+            WordNetCorpusReader.map_wn = original
+    return wordnet
+
+
+def _no_map_onto_itself(reader: Any, version: str = "wordnet") -> Any:
+    if version == "wordnet" and reader.get_version() == "3.0":  # what ensure_nltk_data lays out
+        return None
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    return WordNetCorpusReader.map_to_one(reader, version)
 
 
 def ensure_cmudict() -> Path:

@@ -64,7 +64,7 @@ import numpy as np
 
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams
-from .nltk_offline import ensure_nltk_data
+from .nltk_offline import ensure_nltk_data, load_wordnet
 from .rng_guard import seeded_globals
 
 Severity = Literal["light", "heavy"]
@@ -150,7 +150,10 @@ def _eda_augmenter(kind: str, pct: float) -> Any:
     """A textattack Augmenter for one EDA operation. Synonym swaps leave stopwords alone, as
     textattack's recipes do; deletion and swapping may touch any word, as the released
     columns do."""
-    ensure_nltk_data()
+    if kind in ("synonym", "insert"):
+        load_wordnet()
+    else:
+        ensure_nltk_data()
     from textattack.augmentation import Augmenter
     from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
     from textattack.transformations import WordDeletion, WordInnerSwapRandom

@@ -78,13 +78,9 @@ def spacy_pipeline() -> Any:
 @lru_cache(maxsize=1)
 def wordnet() -> Any:
     """NLTK's WordNet 3.0 reader, laid out offline by compiler/ops/nltk_offline.py."""
-    from benchc.compiler.ops.nltk_offline import ensure_nltk_data
+    from benchc.compiler.ops.nltk_offline import load_wordnet
 
-    ensure_nltk_data()
-    from nltk.corpus import wordnet as wn
-
-    wn.ensure_loaded()
-    return wn
+    return load_wordnet()
 
 
 def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, resamples: int, confidence: float,
