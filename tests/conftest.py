@@ -110,6 +110,13 @@ def cli_process(*args: str | Path, cwd: Path | None = None, env: dict[str, str] 
     return done
 
 
+def other_hash_seed() -> str:
+    """A PYTHONHASHSEED under which a child process hashes strings otherwise than this one: 0 (no
+    randomisation) unless this process runs under 0. Without the variable this process has a
+    random secret, so a test can compare this process with one child instead of two children."""
+    return "12345" if os.environ.get("PYTHONHASHSEED") == "0" else "0"
+
+
 @pytest.fixture
 def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache"
@@ -117,8 +124,15 @@ def cache(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One compile cache for tests that only read bundled specs (saves recomputing media)."""
-    return tmp_path_factory.mktemp("shared-cache")
+    """One compile cache for tests that only read bundled specs (saves recomputing media), one
+    per run: under xdist every worker opens the same folder (the parent of the workers' temporary
+    folders), as processes may (SQLite in WAL mode, atomic files, a memo published once), so a
+    bundled spec that two workers' tests compile is computed once (issue 24)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return tmp_path_factory.mktemp("shared-cache")
+    folder = tmp_path_factory.getbasetemp().parent / "shared-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

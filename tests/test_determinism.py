@@ -10,21 +10,23 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import CONTEXT_REASONING, TEXT2SPEECH, cli
+from conftest import CONTEXT_REASONING, TEXT2SPEECH, cli, other_hash_seed
 from specfiles import TABLE, write_mini
 
 
-def _compile(spec: Path, out: Path, cache: Path, *extra: str, seed: str = "0") -> dict:
+def _compile(spec: Path, out: Path, cache: Path, *extra: str, seed: str | None = "0") -> dict:
+    """Compile in a fresh process under ``seed``, or (``seed=None``) in this one."""
     cli("compile", spec, "-o", out, "--cache", cache, "--no-memo", *extra,
-        env={"PYTHONHASHSEED": seed}, check=True)
+        env=None if seed is None else {"PYTHONHASHSEED": seed}, check=True)
     return json.loads((out / "lock.json").read_text())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", [TEXT2SPEECH, CONTEXT_REASONING], ids=["text2speech", "context_reasoning"])
 def test_two_processes_with_different_hash_seeds_agree(tmp_path: Path, spec: Path) -> None:
-    a = _compile(spec, tmp_path / "a", tmp_path / "cache-a", seed="1")
-    b = _compile(spec, tmp_path / "b", tmp_path / "cache-b", seed="4242")
+    """This process against a fresh one under another hash seed (see ``other_hash_seed``)."""
+    a = _compile(spec, tmp_path / "a", tmp_path / "cache-a", seed=None)
+    b = _compile(spec, tmp_path / "b", tmp_path / "cache-b", seed=other_hash_seed())
     assert a == b
     assert (tmp_path / "a" / "items.parquet").read_bytes() == (tmp_path / "b" / "items.parquet").read_bytes()
 
