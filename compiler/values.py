@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from .canonical import digest, digest_bytes
@@ -32,8 +33,10 @@ class Record:
     attrs: dict[str, Any] = field(default_factory=dict)
     """Record-level attributes every item of the record inherits (e.g. severity, selection)."""
 
-    @property
+    @cached_property
     def digest(self) -> str:
+        """Computed once per record (every item row and node key of the record reads it: 50,400
+        digests of 2,100 records in a bundled spec); a record is never changed once built."""
         return digest({"id": self.id, "fields": self.fields, "attrs": self.attrs,
                        "media": {k: v.as_json() for k, v in self.media.items()}})
 
