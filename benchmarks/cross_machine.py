@@ -2,8 +2,11 @@
 machine's CPU flags and math paths: two machines are compared by diffing this script's output.
 
     .venv/bin/python benchmarks/cross_machine.py                       # all specs, all papers
-    ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=2 \\
-        .venv/bin/python benchmarks/cross_machine.py --papers mmcbench   # another math path
+    OMP_NUM_THREADS=2 PYTHONHASHSEED=1 .venv/bin/python benchmarks/cross_machine.py --papers mmcbench
+
+benchc pins the vector code paths of numpy, OpenCV, OpenBLAS, MKL, oneDNN and torch when it is
+imported (benchc/mathpaths.py); the header prints them, so two machines' outputs show whether they
+ran the same paths. BENCHC_NATIVE_MATH=1 shows what this CPU's own paths give.
 
 Each bundled spec is compiled afresh (a scratch cache) and its manifest digest compared with the
 committed lock under generated/; each papers/*.toml is reproduced as in a fresh clone (a scratch
@@ -30,8 +33,11 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+import benchc  # noqa: F401  (first: pins the math paths before torch, numpy and OpenCV load)
+
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED")
+SETTINGS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE",
+            "OPENCV_CPU_DISABLE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "BENCHC_NATIVE_MATH")
 VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import benchc  # noqa: F401  (first: pins the math paths before numpy, OpenCV and torch load)
 import contextlib
 import io
 import os
