@@ -139,6 +139,9 @@ def _memo_hit(memo_dir: Path, out_dir: Path) -> Manifest | None:
     return manifest
 
 
+ANSWER_KEYS_OF_RULES_4 = {"group": None, "select": "first", "drop_echo": True}
+
+
 def spec_document(resolved: Resolved) -> dict[str, Any]:
     """The spec with every default made explicit, of the spec's own keys and of the registered
     source, op and metric parameters: what the runtime reads and what the spec digest hashes, so
@@ -149,6 +152,10 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
         node_doc["params"] = _with_defaults(node, node_doc["params"])
     if doc.get("answer") is None:  # absent, not null: specs without one keep their digests
         doc.pop("answer", None)
+    else:  # keys added in rules 4, written only where set: specs written before keep their digests
+        for key, default in ANSWER_KEYS_OF_RULES_4.items():
+            if doc["answer"].get(key) == default:
+                del doc["answer"][key]
     if doc.get("split") is None:  # absent, not null: specs without one keep their digests
         doc.pop("split", None)
     if resolved.select is None:  # absent, not null: specs without one keep their digests

@@ -234,8 +234,9 @@ class KoalaParams(MetricParams):
 
 Match = Literal["exact", "normalized", "embedding"]
 MATCH = "how two answers agree: exact (stripped), normalized (SQuAD-style), embedding (cos > threshold)"
-Correct = Literal["normalized", "exact", "word", "substring"]
-CORRECT = ("when an answer is right: normalized (equal after normalisation, the default), exact, word "
+Correct = Literal["normalized", "exact", "lm_eval_exact", "word", "substring"]
+CORRECT = ("when an answer is right: normalized (equal after normalisation, the default), exact, lm_eval_exact "
+           "(lm-eval's exact_match with ignore_case and ignore_punctuation), word "
            "(the target as whole words of the answer), substring (raw substring: MM-R3's lenient rule, "
            "'no' is inside 'not'; named in the report)")
 TARGET = ("the correct answer(s): a record field path ('answer'), or a Jinja template over `record` and "

@@ -1,29 +1,45 @@
 """Reading answers: the extraction steps of a spec's ``[answer]`` section, and the one
 correctness function every general metric and ``benchc diff-runs`` share.
 
-Extraction steps (run in order; each takes the previous step's text):
+Before the steps, the leading lines of an answer that repeat a line or sentence of its prompt
+are dropped (``[answer].drop_echo``, on by default; rules 4): a model that echoes "... Answer yes
+or no." has not answered, and two echoes must not agree. Without steps answers are scored as
+they are (a task may ask to repeat or rewrite its prompt's text).
 
+Extraction steps (run in order; each takes the previous step's text). Rules 4 measured them on
+answers real models wrote (Gemma 3 270M behind llama.cpp, issue 25); the readers of
+``first_line`` onwards read the answer's text first:
+
+* ``answer_text``: the answer without what wraps it: markdown emphasis and heading marks, lines
+  that are only a label, a leading "Answer:" / "The answer is" ("### Answer: Shakespeare" ->
+  "Shakespeare"; "Answer:\n\nThe capital of France is Paris." -> "The capital of France is Paris.").
 * ``normalize``: SQuAD-style (lower case, number words as digits, no punctuation, no articles,
   white space collapsed); an answer that is only articles keeps them ("A" is option A).
-* ``first_line``: the first line that is not blank.
+* ``first_line``: the first line of the answer's text that is not blank.
 * ``first_sentence``: up to the first ``.``, ``!`` or ``?`` followed by white space or the end
   ("3.5 cm. It is..." -> "3.5 cm.").
-* ``yes_no``: "yes" or "no", the first of those two whole words in the text, any case ("No, it
-  is not." -> "no"; "I do not know." -> nothing: "not" and "know" are not "no").
+* ``yes_no``: "yes" or "no": the first word when it is one of them, else the only one of the two
+  the answer holds as a whole word; an answer holding both ("Yes and no"), neither ("I do not
+  know."), or only the instruction "yes or no" echoed reads as no answer.
 * ``number``: the first number, in digits or words ("five dogs" -> "5").
-* ``option_letter``: the option letter the answer picks: the whole answer ("B", "(b)."), a
-  leading letter ("B. a dog", "(B) ..."), "answer/option is B", or a lone "(B)"; letters from
-  ``[answer].letters``. A leading letter needs punctuation after it: "A rectangle" picks none.
-* ``regex``: the first match of ``[answer].pattern``: its first group, or the whole match.
+* ``option_letter``: the one option letter the answer picks: the whole answer ("B", "(b).",
+  "**C**"), "answer/option is B", or a letter that opens a line before punctuation ("B. a dog",
+  "(B) ...") or stands in parentheses; an answer naming two letters, or echoing the option list,
+  reads as no answer. Letters from ``[answer].letters``; a lower-case "a" after "the answer is"
+  is an article, and "A rectangle" picks none.
+* ``regex``: the first (``select = "first"``) or last (``"last"``) match of ``[answer].pattern``,
+  stripped: group ``group``, or the first group that matched, or the whole match without groups.
 
 A step that finds nothing leaves no answer: the empty string, which is never correct and agrees
 with no other answer (not even another empty one), so "could not read an answer" never counts
-as consistent.
+as consistent. ``benchc score`` counts such answers in a note and lists them (``details.no_answer``).
 
 Correctness (``correct``), the same function for every general metric and ``diff-runs``:
 
 * ``normalized`` (default): equal to a target after ``normalize`` on both sides;
 * ``exact``: equal after stripping white space, ignoring case;
+* ``lm_eval_exact``: lm-eval's ``exact_match`` with ``ignore_case`` and ``ignore_punctuation``
+  (punctuation removed, case ignored, white space kept as it is: lm-eval does not strip);
 * ``word``: a normalized target occurs in the normalized answer as whole words ("a red car"
   has "red"; "I do not know" has no "no");
 * ``substring``: a target as a raw case-insensitive substring of the answer. This is MM-R3's
@@ -34,7 +50,9 @@ Correctness (``correct``), the same function for every general metric and ``diff
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from benchc.compiler.numbers import first_number
@@ -49,56 +67,141 @@ def normalize_answer(text: str) -> str:
     return normalize(text)
 
 NO_ANSWER = ""
-_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"^(.*?[.!?])(?=\s|$)", re.DOTALL)
+
+# What real models wrap an answer in (measured on Gemma 3 270M behind llama.cpp, issue 25):
+# markdown emphasis and headings, and a label ("Answer:", "### Answer: X", "The answer is X",
+# "Answer:" alone on a line with the answer below it).
+_EMPHASIS = re.compile(r"\*\*|__|`+|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*", re.MULTILINE)
+_LABEL = re.compile(r"^\s*(?:(?:the\s+)?(?:correct\s+|final\s+|short\s+)?answer\s*(?:is\b|:)|"
+                    r"(?:final\s+)?(?:response|output)\s*:)\s*:?\s*", re.IGNORECASE)
+_LABEL_ONLY = re.compile(r"^\s*(?:(?:correct\s+|final\s+|short\s+)?answer|response|output)\s*:?\s*$",
+                         re.IGNORECASE)
+
+
+def answer_text(text: str) -> str:
+    """The answer without its wrapping: emphasis and heading marks removed, lines that are only a
+    label skipped, and a leading label cut ("### Answer: Shakespeare" -> "Shakespeare";
+    "Answer:\n\nThe capital of France is Paris." -> "The capital of France is Paris.")."""
+    lines = _HEADING.sub("", _EMPHASIS.sub("", text)).splitlines()
+    while lines and (not lines[0].strip() or _LABEL_ONLY.match(lines[0])):
+        lines.pop(0)
+    if not lines:
+        return NO_ANSWER
+    lines[0] = _LABEL.sub("", lines[0], count=1)
+    return "\n".join(lines).strip()
+
+
+def drop_echo(text: str, prompt: str) -> str:
+    """The answer without its leading lines that repeat a line of the prompt (compared
+    normalised; lines of fewer than three words are kept: "Paris" may be in the question and
+    be the answer). An answer that only repeats the prompt leaves nothing: no answer."""
+    if not prompt.strip():
+        return text
+    echoed = {normalize_answer(line) for line in prompt.splitlines()}
+    echoed |= {normalize_answer(part) for part in re.split(r"(?<=[.?!:])\s+", prompt)}
+    lines = text.splitlines()
+    while lines and (not lines[0].strip() or (len(lines[0].split()) >= 3 and normalize_answer(lines[0]) in echoed)):
+        lines.pop(0)
+    return "\n".join(lines).strip() if lines else NO_ANSWER
 
 
 def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), NO_ANSWER)
+    """The first line of the answer that is not blank nor a bare label ("Answer:")."""
+    return next((line.strip() for line in answer_text(text).splitlines() if line.strip()), NO_ANSWER)
 
 
 def _first_sentence(text: str) -> str:
-    found = _SENTENCE.match(text.strip())
-    return (found.group(1) if found else text).strip()
+    found = _SENTENCE.match(answer_text(text))
+    return (found.group(1) if found else answer_text(text)).strip()
+
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_YES_OR_NO = re.compile(r"\b(?:yes\s*(?:or|/)\s*no|no\s*(?:or|/)\s*yes)\b", re.IGNORECASE)
 
 
 def _yes_no(text: str) -> str:
-    found = _YES_NO.search(text)
-    return found.group(1).lower() if found else NO_ANSWER
+    """"yes" or "no": the answer's first word when it is one of them, else the one of the two
+    that the answer holds as a whole word; an answer holding both (a hedge, or "Yes. No."),
+    neither, or only the instruction "yes or no" echoed is unreadable."""
+    body = answer_text(text)
+    words = normalize_answer(body).split()
+    if words and words[0] in ("yes", "no"):
+        first = words[0]
+        other = "no" if first == "yes" else "yes"
+        return NO_ANSWER if re.search(rf"\b{other}\b", _YES_OR_NO.sub(" ", body), re.IGNORECASE) else first
+    found = {m.lower() for m in _YES_NO.findall(_YES_OR_NO.sub(" ", body))}
+    return found.pop() if len(found) == 1 else NO_ANSWER
 
 
 def _number(text: str) -> str:
+    body = answer_text(text)
     try:
-        value = first_number(text)
+        value = first_number(body)
     except (ValueError, IndexError):  # text2num refuses a few odd inputs
-        value = first_number(text, words=False)
+        value = first_number(body, words=False)
     return NO_ANSWER if value is None else str(value)
 
 
-def _option_patterns(letters: str) -> list[re.Pattern[str]]:
-    group = "[" + re.escape(letters) + "]"
-    return [re.compile(rf"^\W*({group})\W*$", re.IGNORECASE),
-            re.compile(rf"^\(?({group})[).:,]"),  # "B. ...", "(B) ..."; not "A rectangle"
-            re.compile(rf"\b(?:answer|option|choice)\s*(?:is|:)?\s*:?\s*\(?({group})\b", re.IGNORECASE),
-            re.compile(rf"\(({group})\)")]
+class _LetterPatterns:
+    """The forms an option letter is given in, for one set of letters."""
+
+    def __init__(self, letters: str) -> None:
+        group = "[" + re.escape(letters) + "]"
+        self.whole = re.compile(rf"^\W*({group})\W*$", re.IGNORECASE)  # "B", "(b).", "C."
+        # "answer is C", "option (B)", "choice: D": upper case (after "the answer is", "a" is an article)
+        self.stated = re.compile(rf"\b(?i:answer|option|choice)\s*(?i:is)?\s*:?\s*\(?({group})\b(?![\'-])")
+        # a letter opening a line before punctuation ("C. William Shakespeare", "(B) ...", "b)") or
+        # in parentheses anywhere: an option named, or an option list echoed when several are
+        self.named = re.compile(rf"^\s*\(?({group})[).:,](?:\s|$)|\(({group})\)", re.IGNORECASE | re.MULTILINE)
+        # any capital option letter standing alone ("B, no, C", "B because C is wrong"): not read
+        # as a pick, but one that is not the pick makes the answer a hedge; "A" and "I" are words
+        self.token = re.compile(rf"\b({group})\b(?![\'-])")
+
+
+@lru_cache(maxsize=64)
+def _letter_patterns(letters: str) -> _LetterPatterns:
+    return _LetterPatterns(letters)
 
 
 def _option_letter(text: str, letters: str) -> str:
-    for pattern in _option_patterns(letters):
-        found = pattern.search(text.strip())
-        if found:
-            return found.group(1).upper()
-    return NO_ANSWER
+    """The one option letter the answer picks ("C", "(c)", "C.", "**C**", "Answer: C", "The
+    answer is C", "C. William Shakespeare", "I think (B)"); an answer naming two letters, or
+    echoing the option list, is unreadable. A leading letter needs punctuation after it: "A
+    rectangle" picks none."""
+    body = answer_text(text)
+    patterns = _letter_patterns(letters)
+    found = patterns.whole.match(body)
+    if found:
+        return found.group(1).upper()
+    picks = {m.upper() for m in patterns.stated.findall(_EMPHASIS.sub("", text))}  # labels kept: "answer is D"
+    picks |= {(a or b).upper() for a, b in patterns.named.findall(body)}
+    others = set(patterns.token.findall(body)) - picks - {"A", "I"}
+    return picks.pop() if len(picks) == 1 and not others else NO_ANSWER
 
 
-def _regex(text: str, pattern: str) -> str:
-    found = re.search(pattern, text)
-    if found is None:
+def _regex(text: str, pattern: str, group: int | None = None, select: str = "first") -> str:
+    """The first or the last match of ``pattern`` (lm-eval's strict-match takes the first, its
+    flexible-extract the last), stripped: its group ``group``, or by default its first group that
+    matched (as lm-eval's regex filter reads a pattern of alternatives), or the whole match when
+    the pattern has no groups."""
+    matches = list(re.finditer(pattern, text))
+    if not matches:
         return NO_ANSWER
-    return (found.group(1) if found.re.groups else found.group(0)) or NO_ANSWER
+    found = matches[0] if select == "first" else matches[-1]
+    if group is not None:
+        value = found.group(group)
+    elif found.re.groups:
+        value = next((g for g in found.groups() if g), None)
+    else:
+        value = found.group(0)
+    return (value or "").strip() or NO_ANSWER
 
 
 def _step(text: str, step: str, answer: Answer) -> str:
+    if step == "answer_text":
+        return answer_text(text)
     if step == "normalize":
         return normalize_answer(text)
     if step == "first_line":
@@ -113,14 +216,18 @@ def _step(text: str, step: str, answer: Answer) -> str:
         return _option_letter(text, answer.letters)
     if step == "regex":
         assert answer.pattern is not None  # the spec model requires it with the step
-        return _regex(text, answer.pattern)
+        return _regex(text, answer.pattern, answer.group, answer.select)
     raise ValueError(f"unknown extraction step {step!r}")
 
 
-def extract(text: str, answer: Answer | None) -> str:
-    """The answer ``answer.extract`` reads from ``text`` (``text`` itself without steps)."""
-    if answer is None:
+def extract(text: str, answer: Answer | None, prompt: str = "") -> str:
+    """The answer ``answer.extract`` reads from ``text``, after the leading lines that echo
+    ``prompt`` are dropped (``answer.drop_echo``, on by default); ``text`` itself without steps
+    (answers scored as they are: a task may ask to repeat or rewrite its prompt's text)."""
+    if answer is None or not answer.extract:
         return text
+    if answer.drop_echo and prompt:
+        text = drop_echo(text, prompt)
     for step in answer.extract:
         if text == NO_ANSWER:
             return NO_ANSWER
@@ -128,8 +235,18 @@ def extract(text: str, answer: Answer | None) -> str:
     return text
 
 
-def extract_all(texts: Iterable[str], answer: Answer | None) -> tuple[str, ...]:
-    return tuple(extract(t, answer) for t in texts)
+def extract_all(texts: Iterable[str], answer: Answer | None, prompt: str = "") -> tuple[str, ...]:
+    return tuple(extract(t, answer, prompt) for t in texts)
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def lm_eval_exact(text: str) -> str:
+    """What lm-eval 0.4's ``exact_match`` compares under ``ignore_case`` and
+    ``ignore_punctuation`` (Hugging Face evaluate's exact_match): lower case, ``string.punctuation``
+    removed; nothing stripped."""
+    return text.lower().translate(_PUNCTUATION)
 
 
 def _has_words(answer: str, target: str) -> bool:
@@ -145,6 +262,8 @@ def is_correct(answer: str, targets: Sequence[str], how: str = "normalized") -> 
         return any(t.strip() and t.lower() in lowered for t in targets)
     if how == "exact":
         return any(t.strip() and answer.strip().lower() == t.strip().lower() for t in targets)
+    if how == "lm_eval_exact":
+        return any(t.strip() and lm_eval_exact(answer) == lm_eval_exact(t) for t in targets)
     normalized = normalize_answer(answer)
     if how == "word":
         return any(_has_words(normalized, normalize_answer(t)) for t in targets)
@@ -167,6 +286,7 @@ def describe(answer: Answer | None) -> str | None:
 def correctness_note(how: str, target: Any) -> str:
     """How a metric decided correctness, named (substring says it is the paper's lenient rule)."""
     rules = {"normalized": "normalized exact match", "exact": "exact match (case-insensitive)",
+             "lm_eval_exact": "lm-eval's exact_match (ignore_case, ignore_punctuation)",
              "word": "whole-word match of the normalized target",
              "substring": "SUBSTRING match (lenient paper rule: 'no' matches 'not')"}
     return f"correctness: {rules.get(how, how)} with {target!r}"

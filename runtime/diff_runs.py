@@ -39,6 +39,7 @@ from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.metrics import METRIC_SCHEMAS
 
 from .answers import extract, is_correct
+from .rules import CORRECTNESS_RULES
 from .artifacts import RunRecord
 
 from .runfolder import manifest_items, read_json, read_responses, read_run_record
@@ -82,9 +83,10 @@ def answers_of(side: RunSide, stage: str) -> pl.DataFrame:
         raise RunError(Problem(f"the run has no stage {stage!r}", file=side.label,
                                hint=f"its stages: {', '.join(s.id for s in side.spec.stage)}"))
     answer = getattr(side.spec, "answer", None)
-    return (side.responses.filter(pl.col("stage") == stage)
-            .select("item_id", "sample", pl.col("text").fill_null("")
-                    .map_elements(lambda t: extract(t, answer), return_dtype=pl.String).alias("read"))
+    prompts = dict(side.items.select("item_id", "prompt").iter_rows()) if "prompt" in side.items.columns else {}
+    rows = side.responses.filter(pl.col("stage") == stage).select("item_id", "sample", pl.col("text").fill_null(""))
+    read = [extract(text, answer, prompts.get(item) or "") for item, text in rows.select("item_id", "text").iter_rows()]
+    return (rows.select("item_id", "sample", pl.Series("read", read, dtype=pl.String))
             .with_columns(_normalised("read").alias("norm")))
 
 
@@ -98,7 +100,7 @@ def correctness_rule(side: RunSide) -> tuple[str, str] | None:
             schema = METRIC_SCHEMAS.get(metric.name) if metric.name in METRIC_SCHEMAS else None
             params = schema.model_validate(metric.params) if schema is not None else None
             rule = getattr(params, "correct", "word")
-            return target, rule if rule in ("normalized", "exact", "word", "substring") else "word"
+            return target, rule if rule in CORRECTNESS_RULES else "word"
     return None
 
 

@@ -302,9 +302,9 @@ def _samples(spec: Spec, items: pl.DataFrame, responses: pl.DataFrame, stage: st
     for doc_id, row in enumerate(items.iter_rows(named=True)):
         mine = answers.get(row["item_id"], [])
         raw = [a["text"] for a in mine if a["kind"] != "missing"]
-        read = [extract(a["text"] or "", spec.answer) for a in mine]
-        doc = _doc(row)
         prompt = row["prompt"] or ""
+        read = [extract(a["text"] or "", spec.answer, prompt) for a in mine]
+        doc = _doc(row)
         target = row["targets"] or "{}"
         metrics = _per_sample(spec, row, read, stage)
         sample = {"doc_id": doc_id, "doc": doc, "target": target,

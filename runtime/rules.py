@@ -21,13 +21,19 @@ from benchc.compiler.canonical import digest
 from benchc.compiler.metrics import METRIC_SCHEMAS
 from benchc.compiler.spec.models import Answer
 
-RULES_VERSION = 3
+RULES_VERSION = 4
 """1: benchc 0.1.0 as first released (unversioned scores). 2: identical inputs have similarity
 exactly 1, float64 cosines and fsum means, paper artifacts rounded to their printed digits.
-3: an answer that is only articles keeps its words when normalised ("A" is option A, not "")."""
+3: an answer that is only articles keeps its words when normalised ("A" is option A, not "").
+4: answers read as real models write them (issue 25): leading lines that echo the prompt dropped;
+first_line, first_sentence, yes_no, number and option_letter read the answer without markdown and
+"Answer:" labels; yes_no and option_letter read no answer from a hedge, two letters or an echoed
+instruction or option list; regex takes the first group that matched, stripped, and can take
+the last match; the answer_text step and the lm_eval_exact rule."""
 
-CORRECTNESS_RULES = ("normalized", "exact", "word", "substring")
-EXTRACTION_STEPS = ("normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter", "regex")
+CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "word", "substring")
+EXTRACTION_STEPS = ("answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
+                    "regex")
 BUILT_IN = ("general", "judge", "koala", "merlim", "mmcbench", "mmr3")  # plugins' metrics are theirs
 PROBE_PATTERN = r"answer:\s*(\w+)"
 
@@ -41,6 +47,10 @@ PROBES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("3.5 cm. It is long.", ("3.5 cm",)), ("No, it is not.", ("no",)), ("I do not know.", ("no",)),
     ("Is it red? Answer yes or no.", ("yes",)), ("Yes", ("yes",)), ("not", ("no",)), ("", ("",)),
     ("   ", ("a",)), ("a red car", ("red",)), ("42", ("42", "forty-two")), ("Rome", ("Paris", "Rome")),
+    # rules 4: forms real models write (issue 25)
+    ("**C**", ("C",)), ("### Answer: Shakespeare", ("Shakespeare",)), ("A or B", ("A",)), ("Yes and no", ("yes",)),
+    ("C. William Shakespeare", ("C",)), ("B, because C is wrong", ("B",)), ("answer: 7, then 14", ("14",)),
+    ("Paris.", ("paris",)),
 )
 
 

@@ -31,7 +31,9 @@ def _items_with_responses(items: pl.DataFrame, responses: pl.DataFrame, stage: s
     """The items with their answers of ``stage``, read by the spec's ``[answer]`` extraction."""
     answers = (responses.filter(pl.col("stage") == stage).sort("item_id", "sample")
                .group_by("item_id", maintain_order=True).agg(pl.col("text"), pl.col("blob")))
-    by_item = {row["item_id"]: (extract_all((t or "" for t in row["text"]), answer), tuple(row["blob"]))
+    prompts = dict(items.select("item_id", "prompt").iter_rows()) if "prompt" in items.columns else {}
+    by_item = {row["item_id"]: (extract_all((t or "" for t in row["text"]), answer, prompts.get(row["item_id"]) or ""),
+                                tuple(row["blob"]))
                for row in answers.iter_rows(named=True)}
     out = []
     wanted = ("item_id", "group_id", "attrs", "targets", "node", "prompt", "media")
@@ -154,8 +156,25 @@ def _score_metric(metric: Any, spec: Spec, items: pl.DataFrame, responses: pl.Da
     read = describe(spec.answer)
     if read is not None:
         result.notes.append(read)
+    _note_unreadable(result, data.items)
     result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
     return result
+
+
+def _note_unreadable(result: MetricResult, items: list[ScoredItem]) -> None:
+    """Counts and lists the text answers read as no answer (the ``[answer]`` rules found none, or
+    the answer only echoed the prompt): they are scored wrong and agree with nothing, and a
+    reader must see how many there are."""
+    unreadable = [{"item_id": item.item_id, "sample": k} for item in items
+                  for k, (text, blob) in enumerate(zip(item.responses, item.blobs or (None,) * len(item.responses)))
+                  if not text.strip() and blob is None]
+    if not unreadable:
+        return
+    total = sum(len(item.responses) for item in items)
+    result.notes.append(f"{len(unreadable)} of {total} answer(s) read as no answer (no answer found by the "
+                        "[answer] rules, or only the prompt echoed): scored wrong, agreeing with none "
+                        "(listed in details.no_answer).")
+    result.details["no_answer"] = unreadable
 
 
 def run_manifest_of(run_dir: Path, record: RunRecord, manifest_dir: Path | None) -> tuple[Manifest, Spec]:

@@ -15,6 +15,7 @@ from benchc import api
 from benchc.compiler.spec.models import Answer
 from benchc.runtime.answers import extract, is_correct
 from conftest import SPECS
+from support import rule_backends  # noqa: F401  (registers the test-constant backend)
 
 
 

@@ -17,7 +17,8 @@ from benchc.compiler.similarity import IDENTICAL, cosine, fmean, row_cosines
 # A failure here means a default, a correctness rule, an extraction step or the similarity of
 # identical inputs changed: bump RULES_VERSION, add its digest, and say what changed in CHANGELOG.md.
 RULES_GOLDEN = {2: "1486ae402657f6530905e49bc58cf1a088b9698731dad6087c0a73a2002da26e",
-                3: "13893a4b70da9406b4657349846c35364569745aac6c335a28725f05a557de69"}
+                3: "13893a4b70da9406b4657349846c35364569745aac6c335a28725f05a557de69",
+                4: "fc2e5aeb5a4f2e44a6e651fa068744c1f4210f2310cff34aa9a62d451058d55c"}
 
 
 def test_the_rules_version_is_pinned_to_what_the_rules_do() -> None:
@@ -45,7 +46,7 @@ def test_a_changed_default_or_rule_changes_the_fingerprint(change: str, monkeypa
 
 def test_a_rules_difference_is_named() -> None:
     assert rules_change(RULES_VERSION) is None
-    assert "rules version 1 (unversioned: benchc 0.1.0), scored now under 3" in str(rules_change(None))
+    assert "rules version 1 (unversioned: benchc 0.1.0), scored now under 4" in str(rules_change(None))
     same, old = {"rules": 2}, {"rules": 1}
     assert _rules_note(same, same) is None and _rules_note({"rules": None}, same) is None
     assert "different scoring-rules versions (A 1, B 2)" in str(_rules_note(old, same))

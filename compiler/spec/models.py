@@ -336,7 +336,8 @@ class Stage(Strict):
         return self.media or ("item" if self.input == "prompt" else "answer")
 
 
-ExtractStep = Literal["normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter", "regex"]
+ExtractStep = Literal["answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
+                      "regex"]
 EXTRACT_STEPS: tuple[str, ...] = ExtractStep.__args__  # type: ignore[attr-defined]
 
 
@@ -346,12 +347,19 @@ class Answer(Strict):
     agreeing with nothing). See runtime/answers.py for each step."""
 
     extract: list[ExtractStep] = Field(
-        default_factory=list, description="steps, in order: normalize (lower case, no punctuation or "
-                                          "articles, number words as digits), first_line, first_sentence, "
-                                          "yes_no, number, option_letter, regex")
-    pattern: str | None = Field(None, description="regex step: the pattern; its first group (or the "
+        default_factory=list, description="steps, in order: answer_text (without markdown and labels such as "
+                                          "'Answer:'), normalize (lower case, no punctuation or articles, number "
+                                          "words as digits), first_line, first_sentence, yes_no, number, "
+                                          "option_letter, regex")
+    pattern: str | None = Field(None, description="regex step: the pattern; its first group that matched (or the "
                                                   "whole match) is the answer")
+    group: int | None = Field(None, ge=0, description="regex step: the group to read (0: the whole match)")
+    select: Literal["first", "last"] = Field(
+        "first", description="regex step: the first match, or the last (lm-eval's flexible-extract)")
     letters: str = Field("ABCDEFGHIJ", min_length=2, description="option_letter: the option letters")
+    drop_echo: bool = Field(True, description="with extract steps: leading lines of an answer that repeat a line "
+                                              "or sentence of the prompt are dropped; an answer that only repeats "
+                                              "it reads as no answer")
 
     @model_validator(mode="after")
     def _pattern_for_regex(self) -> Answer:
@@ -362,6 +370,9 @@ class Answer(Strict):
                 re.compile(self.pattern)
             except re.error as exc:
                 raise ValueError(f"pattern is not a regular expression: {exc}") from None
+            groups = re.compile(self.pattern).groups
+            if self.group is not None and self.group > groups:
+                raise ValueError(f"group {self.group}: the pattern has {groups} group(s)")
         return self
 
 
