@@ -106,6 +106,8 @@ generator per row, which ``generate`` does not offer.)
 
 from __future__ import annotations
 
+import os
+
 import inspect
 import json
 import threading
@@ -540,7 +542,22 @@ class HFVision(LocalTorchBackend):
 
         if self.device.type == "cuda":
             return CompileConfig()
+        _vectorise_inductor_under_default_kernels()
         config = CompileConfig(fullgraph=False, mode="default")
         config._compile_all_devices = True
         return config
 
+
+def _vectorise_inductor_under_default_kernels() -> None:
+    """Inductor picks its C++ vector width from ``ATEN_CPU_CAPABILITY``; under ``default``, the
+    value benchc pins for portable eager kernels (benchc/mathpaths.py), torch 2.13's inductor
+    writes reductions that use ``at::vec`` without declaring it and the C++ compile fails
+    ("'tmp_acc0_vec' was not declared"). Compiled decoding is a speed mode, not a portable one
+    (its rounding is the compiler's), so it gets the widest vector width this CPU supports."""
+    import torch._inductor.config as inductor
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    if inductor.cpp.simdlen is None and os.environ.get("ATEN_CPU_CAPABILITY") == "default":
+        widths = [isa.bit_width() for isa in valid_vec_isa_list()]
+        if widths:
+            inductor.cpp.simdlen = max(widths)
