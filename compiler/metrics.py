@@ -234,9 +234,10 @@ class KoalaParams(MetricParams):
 
 Match = Literal["exact", "normalized", "embedding"]
 MATCH = "how two answers agree: exact (stripped), normalized (SQuAD-style), embedding (cos > threshold)"
-Correct = Literal["normalized", "exact", "lm_eval_exact", "word", "substring"]
+Correct = Literal["normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring"]
 CORRECT = ("when an answer is right: normalized (equal after normalisation, the default), exact, lm_eval_exact "
-           "(lm-eval's exact_match with ignore_case and ignore_punctuation), word "
+           "(lm-eval's exact_match with ignore_case and ignore_punctuation), short_answer (the first sentence is "
+           "the target, or a plain statement ending with it: 'The capital of Spain is Madrid.'), word "
            "(the target as whole words of the answer), substring (raw substring: MM-R3's lenient rule, "
            "'no' is inside 'not'; named in the report)")
 TARGET = ("the correct answer(s): a record field path ('answer'), or a Jinja template over `record` and "

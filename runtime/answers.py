@@ -16,12 +16,14 @@ answers real models wrote (Gemma 3 270M behind llama.cpp, issue 25); the readers
 * ``normalize``: SQuAD-style (lower case, number words as digits, no punctuation, no articles,
   white space collapsed); an answer that is only articles keeps them ("A" is option A).
 * ``first_line``: the first line of the answer's text that is not blank.
-* ``first_sentence``: up to the first ``.``, ``!`` or ``?`` followed by white space or the end
-  ("3.5 cm. It is..." -> "3.5 cm.").
-* ``yes_no``: "yes" or "no": the first word when it is one of them, else the only one of the two
-  the answer holds as a whole word; an answer holding both ("Yes and no"), neither ("I do not
-  know."), or only the instruction "yes or no" echoed reads as no answer.
-* ``number``: the first number, in digits or words ("five dogs" -> "5").
+* ``first_sentence``: the first line, up to the first ``.``, ``!`` or ``?`` followed by white
+  space or the end ("3.5 cm. It is..." -> "3.5 cm.").
+* ``yes_no``: "yes" or "no", from the first line: its first word when it is one of them, else the
+  only one of the two it holds as a whole word; a line holding both ("Yes and no"), neither ("I do
+  not know."), or only the instruction "yes or no" echoed reads as no answer. Later lines are the
+  model writing on ("Yes.\nAnswer: No.\nQuestion: ..." reads yes).
+* ``number``: the number after the last "=" of the first line when the answer writes an
+  equation ("7+5=12" -> "12"), else the first number, in digits or words ("five dogs" -> "5").
 * ``option_letter``: the one option letter the answer picks: the whole answer ("B", "(b).",
   "**C**"), "answer/option is B", or a letter that opens a line before punctuation ("B. a dog",
   "(B) ...") or stands in parentheses; an answer naming two letters, or echoing the option list,
@@ -40,6 +42,9 @@ Correctness (``correct``), the same function for every general metric and ``diff
 * ``exact``: equal after stripping white space, ignoring case;
 * ``lm_eval_exact``: lm-eval's ``exact_match`` with ``ignore_case`` and ``ignore_punctuation``
   (punctuation removed, case ignored, white space kept as it is: lm-eval does not strip);
+* ``short_answer``: the answer's first sentence (after labels), normalised, is a target, or is a
+  plain statement ending with one ("The capital of Spain is Madrid."; measured on real answers,
+  issue 25): not a question, and holding no negation or alternative ("not", "or", "and");
 * ``word``: a normalized target occurs in the normalized answer as whole words ("a red car"
   has "red"; "I do not know" has no "no");
 * ``substring``: a target as a raw case-insensitive substring of the answer. This is MM-R3's
@@ -93,6 +98,9 @@ def answer_text(text: str) -> str:
     return "\n".join(lines).strip()
 
 
+_SENTENCES = re.compile(r"(?<=[.?!:])\s+")
+
+
 def drop_echo(text: str, prompt: str) -> str:
     """The answer without its leading lines that repeat a line of the prompt (compared
     normalised; lines of fewer than three words are kept: "Paris" may be in the question and
@@ -100,9 +108,14 @@ def drop_echo(text: str, prompt: str) -> str:
     if not prompt.strip():
         return text
     echoed = {normalize_answer(line) for line in prompt.splitlines()}
-    echoed |= {normalize_answer(part) for part in re.split(r"(?<=[.?!:])\s+", prompt)}
+    echoed |= {normalize_answer(part) for part in _SENTENCES.split(prompt)}
+
+    def is_echo(line: str) -> bool:  # the line, or each of its sentences, is a line or sentence of the prompt
+        return len(line.split()) >= 3 and (normalize_answer(line) in echoed or all(
+            normalize_answer(part) in echoed for part in _SENTENCES.split(line.strip())))
+
     lines = text.splitlines()
-    while lines and (not lines[0].strip() or (len(lines[0].split()) >= 3 and normalize_answer(lines[0]) in echoed)):
+    while lines and (not lines[0].strip() or is_echo(lines[0])):
         lines.pop(0)
     return "\n".join(lines).strip() if lines else NO_ANSWER
 
@@ -113,8 +126,10 @@ def _first_line(text: str) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    found = _SENTENCE.match(answer_text(text))
-    return (found.group(1) if found else answer_text(text)).strip()
+    """The first sentence of the answer's first line (a pretrained model writes on after it)."""
+    line = _first_line(text)
+    found = _SENTENCE.match(line)
+    return (found.group(1) if found else line).strip()
 
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -122,10 +137,11 @@ _YES_OR_NO = re.compile(r"\b(?:yes\s*(?:or|/)\s*no|no\s*(?:or|/)\s*yes)\b", re.I
 
 
 def _yes_no(text: str) -> str:
-    """"yes" or "no": the answer's first word when it is one of them, else the one of the two
-    that the answer holds as a whole word; an answer holding both (a hedge, or "Yes. No."),
-    neither, or only the instruction "yes or no" echoed is unreadable."""
-    body = answer_text(text)
+    """"yes" or "no", read from the answer's first line: its first word when it is one of them,
+    else the one of the two it holds as a whole word; a line holding both (a hedge, or "Yes.
+    No."), neither, or only the instruction "yes or no" echoed is unreadable. Later lines are
+    the model writing on (measured: a pretrained model answers "Yes.\nAnswer: No.\nQuestion: ...")."""
+    body = _first_line(text)  # what follows is the model writing on: new questions, other answers
     words = normalize_answer(body).split()
     if words and words[0] in ("yes", "no"):
         first = words[0]
@@ -135,8 +151,18 @@ def _yes_no(text: str) -> str:
     return found.pop() if len(found) == 1 else NO_ANSWER
 
 
+_EQUALS = re.compile(r"=([^=]*)$")
+
+
 def _number(text: str) -> str:
+    """The number the answer gives: after the last "=" of its first line when it writes an
+    equation ("7+5=12" -> 12, "100 minus 1 = 100 - 1 = 99." -> 99: real models show the sum
+    first), else its first number, in digits or words ("five dogs" -> 5)."""
     body = answer_text(text)
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    result = _EQUALS.search(first)
+    if result and first_number(result.group(1), words=False) is not None:
+        body = result.group(1)
     try:
         value = first_number(body)
     except (ValueError, IndexError):  # text2num refuses a few odd inputs
@@ -172,7 +198,7 @@ def _option_letter(text: str, letters: str) -> str:
     rectangle" picks none."""
     body = answer_text(text)
     patterns = _letter_patterns(letters)
-    found = patterns.whole.match(body)
+    found = patterns.whole.match(body) or patterns.whole.match(_first_line(body))  # "D\nExplanation: ..."
     if found:
         return found.group(1).upper()
     picks = {m.upper() for m in patterns.stated.findall(_EMPHASIS.sub("", text))}  # labels kept: "answer is D"
@@ -240,6 +266,23 @@ def extract_all(texts: Iterable[str], answer: Answer | None, prompt: str = "") -
 
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+_HEDGES = re.compile(r"\b(?:not|no|never|neither|nor|none|or|and|isnt|arent|wasnt|doesnt|dont|cannot)\b")
+
+
+def _states(answer: str, target: str) -> bool:
+    """``short_answer``: the answer's first sentence, normalised, is the target, or is a plain
+    statement that ends with it ("The capital of Spain is Madrid.", "Bees make honey."); not a
+    question, and holding no negation or alternative ("not", "or", "and", "never"...), which could
+    make a statement that ends with the target say something else."""
+    sentence = _first_sentence(answer)
+    said, wanted = normalize_answer(sentence), normalize_answer(target)
+    if not said or not wanted:
+        return False
+    if said == wanted:
+        return True
+    if sentence.rstrip().endswith("?") or not said.endswith(" " + wanted):
+        return False
+    return _HEDGES.search(said.replace("\u2019", "")) is None
 
 
 def lm_eval_exact(text: str) -> str:
@@ -262,6 +305,8 @@ def is_correct(answer: str, targets: Sequence[str], how: str = "normalized") -> 
         return any(t.strip() and t.lower() in lowered for t in targets)
     if how == "exact":
         return any(t.strip() and answer.strip().lower() == t.strip().lower() for t in targets)
+    if how == "short_answer":
+        return any(_states(answer, t) for t in targets)
     if how == "lm_eval_exact":
         return any(t.strip() and lm_eval_exact(answer) == lm_eval_exact(t) for t in targets)
     normalized = normalize_answer(answer)
@@ -287,6 +332,7 @@ def correctness_note(how: str, target: Any) -> str:
     """How a metric decided correctness, named (substring says it is the paper's lenient rule)."""
     rules = {"normalized": "normalized exact match", "exact": "exact match (case-insensitive)",
              "lm_eval_exact": "lm-eval's exact_match (ignore_case, ignore_punctuation)",
+             "short_answer": "the first sentence is the target, or a plain statement ending with it",
              "word": "whole-word match of the normalized target",
              "substring": "SUBSTRING match (lenient paper rule: 'no' matches 'not')"}
     return f"correctness: {rules.get(how, how)} with {target!r}"

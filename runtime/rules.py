@@ -31,7 +31,7 @@ first_line, first_sentence, yes_no, number and option_letter read the answer wit
 instruction or option list; regex takes the first group that matched, stripped, and can take
 the last match; the answer_text step and the lm_eval_exact rule."""
 
-CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "word", "substring")
+CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring")
 EXTRACTION_STEPS = ("answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
                     "regex")
 BUILT_IN = ("general", "judge", "koala", "merlim", "mmcbench", "mmr3")  # plugins' metrics are theirs
@@ -50,7 +50,8 @@ PROBES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # rules 4: forms real models write (issue 25)
     ("**C**", ("C",)), ("### Answer: Shakespeare", ("Shakespeare",)), ("A or B", ("A",)), ("Yes and no", ("yes",)),
     ("C. William Shakespeare", ("C",)), ("B, because C is wrong", ("B",)), ("answer: 7, then 14", ("14",)),
-    ("Paris.", ("paris",)),
+    ("Paris.", ("paris",)), ("The capital of Spain is Madrid.", ("Madrid",)), ("It is not Madrid.", ("Madrid",)),
+    ("7+5=12", ("12",)),
 )
 
 

@@ -25,9 +25,11 @@ FACTS = {"capital of france": "Paris.", "spider": "8", "banana": "Yellow", "clos
 
 
 def _paraphrase_rules(prompt: str) -> str:
-    """Right on every wording, except that it pads its answer when asked for "just the answer"."""
+    """Right on every wording, except that it hedges when asked for "just the answer" (a hedge
+    reads wrong under `first_line, normalize`; "The answer is Paris." would read right: rules 4
+    cut the label, as real models write it)."""
     fact = next(v for k, v in FACTS.items() if k in prompt.lower())
-    return f"The answer is {fact}" if "just the answer" in prompt else fact
+    return f"I think it is {fact}" if "just the answer" in prompt else fact
 
 
 RULES = {"yes": lambda prompt: "Yes.", "a": lambda prompt: "A", "b": lambda prompt: "B", "c": lambda prompt: "C",

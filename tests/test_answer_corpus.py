@@ -1,0 +1,39 @@
+"""The answer rules on answers real software wrote (tests/fixtures/answers: Gemma 3 270M behind
+llama-cpp-python's OpenAI server, three ways of asking; each verdict checked by hand). Every
+default reader counts no wrong or missing answer right; how many right answers each misses is
+pinned, so a change to a rule shows here in both directions (benchmarks/answer_rules.py prints
+the full table)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import answer_rules  # noqa: E402
+
+ROWS = answer_rules.load(answer_rules.CORPUS)
+# kind -> (answers, right by hand, missed by the default rule), measured 2026-12-04 (rules 4)
+MEASURED = {"short": (186, 37, 4), "yes_no": (120, 23, 5), "number": (90, 7, 0), "letter": (90, 5, 4)}
+
+
+def test_the_corpus_is_what_its_readme_says() -> None:
+    assert len(ROWS) == 486 and {r["verdict"] for r in ROWS} == {"right", "wrong", "none"}
+    assert {r["source"].rsplit("/", 1)[-1] for r in ROWS} == {"alpaca", "gemma", "completions"}
+
+
+@pytest.mark.parametrize("kind", list(MEASURED))
+def test_no_default_rule_counts_a_wrong_answer_right(kind: str) -> None:
+    [rule] = [r for r in answer_rules.RULES[kind] if r.default]
+    found = answer_rules.measure([r for r in ROWS if r["kind"] == kind], rule)
+    assert found["false_right"] == 0, found["false_right_ids"]
+    assert (found["answers"], found["right"], found["missed"]) == MEASURED[kind], found["missed_ids"]
+
+
+def test_the_lenient_rule_is_lenient_on_real_answers() -> None:
+    # why `word` is never a default: 19 wrong answers of 186 count right ("Italy is the capital of Italy.")
+    [word] = [r for r in answer_rules.RULES["short"] if r.correct == "word"]
+    assert answer_rules.measure([r for r in ROWS if r["kind"] == "short"], word)["false_right"] == 19
