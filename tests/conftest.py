@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
 pytest_plugins = ["support.budget"]
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Two things for `pytest -n 2 --dist loadgroup` (issue 24), neither changing what a test checks:
 
     - Tests that use a module-scoped fixture of theirs (a built model, a made run) go to one
@@ -51,6 +51,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is None and _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within
+    if getattr(config.option, "loadgroup", False):
+        _name_xdist_groups(items)
+
+
+def _name_xdist_groups(items: list[pytest.Item]) -> None:
+    """pytest-xdist 3.8 puts a test in its group by appending "@group" to ``item._nodeid``, which
+    pytest 9 no longer reads (a node's id lives in ``item._id``): measured on 2026-12-04, two tests
+    of the group "demo" ran on two workers and `make demo` was made twice (115 s each), and every
+    module fixture once per worker. The same rename, where pytest 9 reads it."""
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                 for m in item.iter_markers("xdist_group")}
+        group = "_".join(sorted(names))
+        if names and not item.nodeid.endswith("@" + group):
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 def _uses_a_module_fixture(item: pytest.Item) -> bool:
