@@ -170,3 +170,15 @@ def test_a_single_request_that_runs_out_of_memory_fails_with_one_clear_error(
     assert calls == [2, 1]  # split once, then the first half already fails alone
     text = caught.value.render()
     assert "batch_size=2" in text and "max_new_tokens=6" in text and "lower batch_size or max_new_tokens" in text
+
+
+def test_stop_sequences_cut_the_answers_of_the_hf_backend(tiny_llava: Path) -> None:
+    """An answer ends before the first stop sequence; stop enters the fingerprint only when set."""
+    plain = make_backend(f"hf:{tiny_llava},batch_size=4", Generation(max_new_tokens=6), "generate")
+    answers = [r.text for r in plain.run_batch(TEXT_ONLY, _load)]
+    cut_here = next(a for a in answers if len(a.strip()) > 2)
+    stop = cut_here.strip()[1:3]  # two characters inside one of the answers
+    stopped = make_backend(f"hf:{tiny_llava},batch_size=4", Generation(max_new_tokens=6, stop=[stop]), "generate")
+    cut = [r.text for r in stopped.run_batch(TEXT_ONLY, _load)]
+    assert cut == [a[:a.find(stop)].strip() if stop in a else a for a in answers]
+    assert stopped.fingerprint()["generation"]["stop"] == [stop] and "stop" not in plain.fingerprint()["generation"]

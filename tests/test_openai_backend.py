@@ -513,3 +513,32 @@ def test_the_key_is_in_no_file_log_or_message(tmp_path: Path, server: FakeServer
     leaked = [p for p in tmp_path.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     assert leaked == []
     assert (tmp_path / "store-ok" / "responses.sqlite").is_file()  # the store was among the files read
+
+
+def test_stop_sequences_are_sent_and_answers_cut_at_them(server: FakeServer, key_env: None) -> None:
+    """[generation].stop reaches the server, enters the fingerprint only when set, and an
+    answer is cut at the first stop sequence even when the server ignored it (this one does)."""
+    stopped = backend(server, generation=Generation(stop=["\n\n", "Question:"]))
+    server.plan = [("message", {"role": "assistant", "content": "Paris.\n\nQuestion: What is 2+2?"}, "stop")]
+    [answer] = stopped.run_batch(requests(1), no_media)
+    assert answer.text == "Paris."
+    [payload] = [r["payload"] for r in server.chats()]
+    assert payload["stop"] == ["\n\n", "Question:"]
+    assert stopped.fingerprint()["generation"]["stop"] == ["\n\n", "Question:"]
+    assert "stop" not in backend(server).fingerprint()["generation"]
+    assert "stop" not in backend(server).payload(requests(1)[0], no_media)
+
+
+def test_a_backend_that_cannot_stop_refuses_a_spec_with_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every built-in text backend takes stop; one that cannot (a plugin's) is refused before any request."""
+    from benchc.runtime.backends.base import BACKENDS, cut_at_stop, make_backend
+    from benchc.runtime.backends.echo import Echo
+
+    assert {n for n in BACKENDS.names() if "generate" in BACKENDS.get(n).tasks and not BACKENDS.get(n).takes_stop} \
+        == set()
+    monkeypatch.setattr(Echo, "takes_stop", False)
+    with pytest.raises(BackendError, match=r"'echo' cannot end its answers at \[generation\]\.stop"):
+        make_backend("echo", Generation(stop=["\n"]), "generate")
+    make_backend("echo", Generation(), "generate")  # without stop it answers
+    assert cut_at_stop("a\nb Question: c", ["Question:", "\n"]) == "a"
+    assert cut_at_stop("abc", ["x"]) == "abc" and cut_at_stop("abc", []) == "abc"

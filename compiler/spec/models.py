@@ -267,6 +267,9 @@ class Generation(Strict):
     n: int = Field(1, ge=1, le=INT64_MAX, description="samples per input")
     seed: int | None = Field(None, ge=INT64_MIN, le=INT64_MAX,
                              description="per-request seed base for sampling backends")
+    stop: list[str] = Field(default_factory=list, max_length=16,
+                            description="stop sequences: an answer ends before the first of them (sent to the "
+                                        "backends that take them: openai, hf, vllm; lm-eval's `until`)")
     sweeps: dict[str, Any] = Field(default_factory=dict, description="the keys written as { grid } or { choice } "
                                                                      "(filled from them; not a key of the spec)")
 
@@ -284,7 +287,16 @@ class Generation(Strict):
     def _sweeps_in_place(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
         sweeps = out.pop("sweeps", None) or {}
+        if not out.get("stop"):  # written only when set: specs without it keep their bytes and request keys
+            out.pop("stop", None)
         return {key: sweeps.get(key, value) for key, value in out.items()}
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, value: list[str]) -> list[str]:
+        if any(not s for s in value):
+            raise ValueError("a stop sequence is a non-empty string")
+        return list(dict.fromkeys(value))  # each once, in the order written
 
     def __hash__(self) -> int:  # frozen models hash their fields, but ``sweeps`` is a dict
         return hash(json.dumps(self.model_dump(mode="json"), sort_keys=True))
@@ -341,11 +353,29 @@ ExtractStep = Literal["answer_text", "normalize", "first_line", "first_sentence"
 EXTRACT_STEPS: tuple[str, ...] = ExtractStep.__args__  # type: ignore[attr-defined]
 
 
+AnswerKind = Literal["short", "yes_no", "number", "letter"]
+KIND_STEPS: dict[str, list[str]] = {"short": [], "yes_no": ["yes_no"], "number": ["number"],
+                                    "letter": ["option_letter"]}
+"""The steps each answer kind reads with when ``extract`` is not given (short answers are read
+by their correctness rule, ``short_answer``, which takes the first sentence itself)."""
+KIND_CORRECT: dict[str, str] = {"short": "short_answer", "yes_no": "normalized", "number": "normalized",
+                                "letter": "exact"}
+"""The ``correct`` rule of every metric that takes one and does not set it, per answer kind:
+measured on real answers (tests/fixtures/answers, benchmarks/answer_rules.py)."""
+
+
 class Answer(Strict):
     """How an answer is read before any metric sees it (``[answer]``): the ``extract`` steps run
     in order on each response; a step that finds nothing leaves no answer (scored wrong, and
     agreeing with nothing). See runtime/answers.py for each step."""
 
+    kind: AnswerKind | None = Field(
+        None, description="what the answers are: short (a word or phrase), yes_no, number, letter (an option "
+                          "letter). Sets the default `extract` (yes_no, number, option_letter; none for short) and "
+                          "the `correct` rule of every metric that does not set one (short_answer for short, exact "
+                          "for letters, normalized otherwise)")
+    strip: bool = Field(True, description="remove the white space around every answer before it is read (benchc's "
+                                          "backends store answers stripped; lm-eval compares them as written: false)")
     extract: list[ExtractStep] = Field(
         default_factory=list, description="steps, in order: answer_text (without markdown and labels such as "
                                           "'Answer:'), normalize (lower case, no punctuation or articles, number "
@@ -360,6 +390,13 @@ class Answer(Strict):
     drop_echo: bool = Field(True, description="with extract steps: leading lines of an answer that repeat a line "
                                               "or sentence of the prompt are dropped; an answer that only repeats "
                                               "it reads as no answer")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_steps(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("kind") in KIND_STEPS and "extract" not in data:
+            return {**data, "extract": list(KIND_STEPS[data["kind"]])}
+        return data
 
     @model_validator(mode="after")
     def _pattern_for_regex(self) -> Answer:

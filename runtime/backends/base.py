@@ -249,6 +249,9 @@ class Backend(ABC):
     encodes_ahead: ClassVar[bool] = False
     """True when ``encode_batch`` does work worth a helper thread (the in-process executor then
     encodes the next batch while this one runs)."""
+    takes_stop: ClassVar[bool] = False
+    """True when the backend ends its text answers at ``[generation].stop`` (``cut_at_stop``);
+    a spec with stop sequences is refused by the backends that cannot."""
     target_is_path: ClassVar[bool] = False
     """True when the target names a file or folder (``hf:/models/llava``): model steps at compile
     time look a relative one up in the spec's data roots."""
@@ -321,4 +324,18 @@ def make_backend(spec: BackendSpec | str, generation: Generation, task: str | No
     if task is not None and task not in cls.tasks:
         raise BackendError(Problem(f"backend {spec.name!r} cannot do {task!r}",
                                    hint=f"it does: {', '.join(sorted(cls.tasks))}"))
+    if generation.stop and task in (None, "generate") and "generate" in cls.tasks and not cls.takes_stop:
+        takers = sorted(n for n in BACKENDS.names() if BACKENDS.get(n).takes_stop)
+        raise BackendError(Problem(f"backend {spec.name!r} cannot end its answers at [generation].stop "
+                                   f"({', '.join(map(repr, generation.stop))})",
+                                   hint=f"remove `stop`, or answer with a backend that takes it: {', '.join(takers)}"))
     return cls(spec, generation)
+
+
+def cut_at_stop(text: str, stop: Iterable[str]) -> str:
+    """``text`` up to the first place where any stop sequence starts (the sequence left out, as
+    the OpenAI API and lm-eval's ``until`` do). Applied to every answer of a backend that takes
+    ``stop``, also where the server was sent them: a server that ignores ``stop`` must not make
+    the answers differ."""
+    ends = [found for s in stop if (found := text.find(s)) >= 0]
+    return text[:min(ends)] if ends else text

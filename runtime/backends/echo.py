@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response, cut_at_stop
 
 
 class EchoOptions(BackendOptions):
@@ -22,6 +22,7 @@ class Echo(Backend):
     Its numbers are a spec's floor, not a model's."""
 
     tasks = frozenset({"generate"})
+    takes_stop = True
     batch_size = 64
     Options = EchoOptions
     opts: EchoOptions
@@ -31,7 +32,9 @@ class Echo(Backend):
         self.answer = self.opts.answer
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": self.name, "answer": self.answer}
+        stop = self.generation.stop
+        return {"backend": self.name, "answer": self.answer, **({"stop": stop} if stop else {})}
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
-        return [Response("text", text=r.prompt if self.answer is None else self.answer) for r in requests]
+        return [Response("text", text=cut_at_stop(r.prompt if self.answer is None else self.answer,
+                                                  self.generation.stop)) for r in requests]

@@ -122,7 +122,7 @@ from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
 from . import hf_batching, hf_captioners, hf_prefix, hf_processor
-from .base import BACKENDS, BackendSpec, Flag, MediaLoader, Request, Response
+from .base import BACKENDS, BackendSpec, Flag, MediaLoader, Request, Response, cut_at_stop
 from .devices import private_rng, release_memory, to_device
 from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed
 from .local_model import model_digest as model_digest  # re-exported: read from here (runtime/clip_embed.py)
@@ -205,6 +205,7 @@ class HFVision(LocalTorchBackend):
     ``hf_captioners`` work with, through its public names."""
 
     tasks = frozenset({"generate"})
+    takes_stop = True
     encodes_ahead = True
     target_help = "/path/to/model (a folder saved with save_pretrained)"
     Options = HFOptions
@@ -320,7 +321,8 @@ class HFVision(LocalTorchBackend):
             **self.base_fingerprint(), "transformers": package_version("transformers"),
             # with torchvision, transformers 5 picks the fast image processors (other pixels)
             "torchvision": package_version("torchvision"),
-            "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
+            "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p,
+                           **({"stop": g.stop} if g.stop else {})}}
         if not self.sampling:  # greedy batches are padded together (see the module docstring)
             out["batch_size"] = self.batch_size
             out["batching"] = BATCHING_REVISION
@@ -508,9 +510,12 @@ class HFVision(LocalTorchBackend):
         return [Response("text", text=text) for text in self.decode_rows(new_tokens)]
 
     def decode_rows(self, token_rows: Any) -> list[str]:
-        """Each row of new tokens as text, special tokens skipped, stripped."""
+        """Each row of new tokens as text, special tokens skipped, cut at the first of
+        ``[generation].stop`` (after generating: ``max_new_tokens`` bounds the work, and the text
+        is the same whether or not ``generate`` stopped early), stripped."""
         with self.tokenizer_lock:
-            return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in token_rows]
+            texts = [self.tokenizer.decode(row, skip_special_tokens=True) for row in token_rows]
+        return [cut_at_stop(text, self.generation.stop).strip() for text in texts]
 
     def run_generate(self, inputs: dict[str, Any], seed: int | None, kwargs: dict[str, Any] | None = None) -> Any:
         """``generate`` on tensors already on the device, with ``kwargs`` (default

@@ -42,7 +42,8 @@ check_model         true                        ask ``GET {base_url}/models`` be
 then one user message: the prompt as a plain string, or, when the item has media, every image as
 an ``image_url`` part holding a base64 data URL (``data:image/png;base64,...``; audio as an
 ``input_audio`` part), then the prompt as a text part. Generation settings map to
-``temperature``, ``max_tokens`` (``max_new_tokens``), ``top_p`` (sent only when below 1). The spec's
+``temperature``, ``max_tokens`` (``max_new_tokens``), ``top_p`` (sent only when below 1), ``stop``
+(sent when set; answers are also cut at the first stop sequence here, for servers that ignore it). The spec's
 ``n`` samples arrive as ``n`` requests (sample index 0..n-1); each carries its own ``seed``,
 derived from the request's content, its sample index and ``generation.seed`` (or the request's
 own seed, when a compile-time model step sets one), so the samples
@@ -125,7 +126,7 @@ from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.registry import did_you_mean
 
 from .base import (BACKENDS, Backend, BackendOptions, BackendSpec, BatchFailures, Flag, MediaLoader, Request,
-                   RequestFailure, Response)
+                   RequestFailure, Response, cut_at_stop)
 
 log = logging.getLogger(__name__)
 
@@ -305,6 +306,7 @@ class OpenAICompat(Backend):
     """Any OpenAI-compatible chat server."""
 
     tasks = frozenset({"generate"})
+    takes_stop = True
     target_help = "MODEL (required, e.g. gpt-4o-mini)"
     Options = OpenAIOptions
     opts: OpenAIOptions
@@ -383,7 +385,7 @@ class OpenAICompat(Backend):
         return {"backend": self.name, "api": "chat.completions", "format": REQUEST_FORMAT,
                 "base_url": self.base_url, "model": self.model, "served_model": self.served,
                 "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature,
-                               "top_p": g.top_p, "seed": g.seed},
+                               "top_p": g.top_p, "seed": g.seed, **({"stop": g.stop} if g.stop else {})},
                 "send_seed": self.send_seed, "max_tokens_field": self.max_tokens_field,
                 "image_detail": self.image_detail}
 
@@ -507,6 +509,8 @@ class OpenAICompat(Backend):
                                 self.max_tokens_field: g.max_new_tokens}
         if g.top_p < 1.0:
             body["top_p"] = g.top_p
+        if g.stop:
+            body["stop"] = list(g.stop)
         if self.send_seed:
             body["seed"] = request_seed(request, g.seed)
         return body
@@ -622,7 +626,7 @@ class OpenAICompat(Backend):
                                "the answer is refused (not stored)",
                                "a server (or a proxy before it) that repeats the request's Authorization header "
                                "is not answering as a model; rotate the key if that server is not yours")
-        answer = answer.strip()
+        answer = cut_at_stop(answer, self.generation.stop).strip()
         finish = choice.get("finish_reason")
         refusal = message.get("refusal")
         reason = ("the server's content filter stopped it (finish_reason 'content_filter')"

@@ -31,7 +31,7 @@ from pydantic import Field
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
-from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response
+from .base import BACKENDS, Backend, BackendOptions, BackendSpec, MediaLoader, Request, Response, cut_at_stop
 from .devices import device_identity
 from .local_model import first_line, model_digest, model_folder, package_version, request_seed, require_module
 from .media import decode_image
@@ -43,6 +43,8 @@ def sampling_kwargs(generation: Generation, request: Request) -> dict[str, Any]:
     """``vllm.SamplingParams`` keyword arguments for one request: greedy, or sampled under the
     request's own seed (one answer per request: samples are distinct requests)."""
     kwargs: dict[str, Any] = {"n": 1, "max_tokens": generation.max_new_tokens}
+    if generation.stop:
+        kwargs["stop"] = list(generation.stop)
     if generation.temperature > 0:
         kwargs.update(temperature=generation.temperature, top_p=generation.top_p,
                       seed=request_seed(request, generation.seed))
@@ -94,6 +96,7 @@ class VLLMEngine(Backend):
     """Image-text-to-text and text models through vLLM's offline engine."""
 
     tasks = frozenset({"generate"})
+    takes_stop = True
     target_help = "/path/to/model (a folder saved with save_pretrained; needs vllm and a CUDA GPU)"
     target_is_path = True
     Options = VLLMOptions
@@ -119,7 +122,8 @@ class VLLMEngine(Backend):
             "transformers": package_version("transformers"), "torch": package_version("torch"),
             "dtype": self.dtype_name, "tensor_parallel_size": self.tensor_parallel,
             "max_model_len": self.max_model_len, "device": self._device_identity(),
-            "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p}}
+            "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p,
+                           **({"stop": g.stop} if g.stop else {})}}
         if g.temperature == 0:
             out["batch_size"] = self.batch_size
         return out
@@ -168,7 +172,7 @@ class VLLMEngine(Backend):
         inputs = [self._input(r, load_media) for r in requests]
         params = [SamplingParams(**sampling_kwargs(self.generation, r)) for r in requests]
         outputs = self.llm.generate(inputs, params, use_tqdm=False)
-        return [Response("text", text=o.outputs[0].text.strip()) for o in outputs]
+        return [Response("text", text=cut_at_stop(o.outputs[0].text, self.generation.stop).strip()) for o in outputs]
 
     def _input(self, request: Request, load_media: MediaLoader) -> dict[str, Any]:
         shas = [sha for kind, sha in request.media if kind == "image"]
