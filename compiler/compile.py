@@ -18,7 +18,7 @@ import shutil
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from ..defaults import DEFAULT_CACHE
 from .cas import ContentStore
 from .disjoint import Footprint, footprint_of_records, refuse_overlap
 from .disjoint_from import guards as disjoint_guards
-from .errors import BenchcError, Problem, SpecError, SourceError
+from .errors import BenchcError, OpError, Problem, SpecError, SourceError
 from .expand import Progress, Variant, expand
 from .ops.base import library_versions
 from .model_steps import ModelClient, ModelSteps
@@ -45,6 +45,7 @@ from .select import apply_filters_counted, sample, stratum_sizes
 from .split import apply_split
 from .sources import LoadedSource, SourceContext
 from .spec.models import Stage
+from .spec.locate import line_of
 from .spec.parse import LoadedSpec, load_spec
 from .templates import TemplateProblem, compile_template, render
 from .values import Record, Value
@@ -113,7 +114,10 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         hit = _memo_hit(memo_dir, Path(out_dir)) if options.use_memo else None
         if hit is not None:
             return CompileResult(Path(out_dir), hit.lock, True, 0)
-        rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins, select_pins)
+        try:
+            rows, lock, ops_run = _build(resolved, loaded, source, store, options, models, model_pins, select_pins)
+        except OpError as exc:  # an op's error names its node's key path: point at the spec's line too
+            raise OpError([_at_spec_line(p, loaded) for p in exc.problems]) from None
         if guards:
             refuse_overlap(loaded, _footprint(loaded, source, rows), guards)
         spec_json = spec_document(resolved)
@@ -122,6 +126,15 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
         return CompileResult(Path(out_dir), lock, False, ops_run, models.prompts_asked)
     finally:
         store.close()
+
+
+def _at_spec_line(problem: Problem, loaded: LoadedSpec) -> Problem:
+    """``problem`` with the spec's file and the line of its key path (``node[1].params.options``),
+    where it names none."""
+    if problem.file is not None or problem.key is None:
+        return problem
+    line = line_of(loaded.lines, problem.key)
+    return replace(problem, file=str(loaded.path), line=line) if line is not None else problem
 
 
 def _memo_hit(memo_dir: Path, out_dir: Path) -> Manifest | None:
@@ -139,7 +152,9 @@ def _memo_hit(memo_dir: Path, out_dir: Path) -> Manifest | None:
     return manifest
 
 
-ANSWER_KEYS_OF_RULES_4 = {"group": None, "select": "first", "drop_echo": True}
+ANSWER_KEYS_OF_RULES_4 = {"group": None, "select": "first", "drop_echo": True, "kind": None, "strip": True}
+"""[answer] keys added after its first release (rules 4, and kind and strip in rules 5), written
+only where set."""
 
 
 def spec_document(resolved: Resolved) -> dict[str, Any]:

@@ -13,6 +13,7 @@ actual fields; all of them are raised together as one ``SpecError``.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .cas import ContentStore
 from .compile import CompileOptions, load_source, data_roots
 from .errors import BenchcError, Problem, ProblemList, SourceError, SpecError
 from .paths import resolve_in_roots
+from .ops.fields import LIST_CELL_HINT, text_list
 from .registry import did_you_mean
 from .resolve import Resolved, ResolvedNode
 from .select import apply_filters
@@ -66,6 +68,8 @@ class FieldUse:
     strict: bool
     """True: every record must have it (a compile fails on any record without it); False: some
     record must (ops may treat a missing field as absent)."""
+    text_list: bool = False
+    """True: where a record has it, it must hold a list of texts (or a JSON list in a text cell)."""
 
 
 def validate_data(resolved: Resolved, roots: Collection[Path] = (), limit: int = RECORD_LIMIT,
@@ -229,7 +233,8 @@ def field_uses(resolved: Resolved) -> list[FieldUse]:
     for node in resolved.all_nodes:
         for name, values in given_params(node).items():
             if names_a_field(node, name):
-                uses += [FieldUse(f"{node.where}.params.{name}", v, False) for v in _texts(values)]
+                uses += [FieldUse(f"{node.where}.params.{name}", v, False, names_a_list(node, name))
+                         for v in _texts(values)]
     for index, metric in enumerate(resolved.metrics):
         target = getattr(metric.params, "target", None)
         if isinstance(target, str) and "{{" not in target and "{%" not in target:
@@ -246,6 +251,13 @@ def names_a_field(node: ResolvedNode, param: str) -> bool:
     info = node.op.Params.model_fields.get(param)
     about = (info.description or "").lower() if info else ""
     return about.startswith(("record field", "dotted record field"))
+
+
+def names_a_list(node: ResolvedNode, param: str) -> bool:
+    """Whether the field an op param names must hold a list of texts (declared by its
+    description: "record field holding the list of ...")."""
+    info = node.op.Params.model_fields.get(param)
+    return (info.description or "").lower().startswith("record field holding the list of") if info else False
 
 
 def _texts(values: list[Any]) -> Iterator[str]:
@@ -268,7 +280,19 @@ def check_fields(loaded: LoadedSpec, uses: list[FieldUse], records: list[Record]
                 use.key, f"{len(missing)} of {len(records)} records have no field {use.path!r}, "
                          f"e.g. record {missing[0].id!r}",
                 hint="filter those records out, or fix the data"))
+        found += list_problems(loaded, use, records) if use.text_list else []
     return found
+
+
+def list_problems(loaded: LoadedSpec, use: FieldUse, records: list[Record]) -> list[Problem]:
+    """The records whose field ``use.path`` holds something other than a list of texts."""
+    wrong = [r for r in records if has_field(r, use.path) and text_list(r.get(use.path)) is None]
+    if not wrong:
+        return []
+    shown = json.dumps(wrong[0].get(use.path), ensure_ascii=False)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return [loaded.problem(use.key, f"{len(wrong)} of {len(records)} records' field {use.path!r} is not a list of "
+                                    f"texts, e.g. record {wrong[0].id!r} holds {shown}", hint=LIST_CELL_HINT)]
 
 
 def has_field(record: Record, path: str) -> bool:

@@ -210,10 +210,11 @@ def test_permute_options_refuses_bad_items(tmp_path: Path) -> None:
     assert large.value.problems[0].key == "params.shift"
     assert run(tmp_path, "text.permute_options", QUESTION, {"shift": 4, "on_large_shift": "drop"},
                fields=ITEM).drop
-    for fields in ({"choices": ITEM["options"], "answer": "B"}, {"options": "a cat", "answer": "B"}):
+    for fields, hint in (({"choices": ITEM["options"], "answer": "B"}, "its fields: answer, choices"),
+                         ({"options": "a cat", "answer": "B"}, "JSON list")):  # a text cell that is no list
         with pytest.raises(OpError) as bad:
             run(tmp_path, "text.permute_options", QUESTION, {}, fields=fields)
-        assert bad.value.problems[0].key == "params.options" and "answer" in bad.value.problems[0].hint
+        assert bad.value.problems[0].key == "params.options" and hint in bad.value.problems[0].hint
     with pytest.raises(OpError) as wrong:
         run(tmp_path, "text.permute_options", QUESTION, {}, fields={**ITEM, "answer": "a horse"})
     assert wrong.value.problems[0].key == "params.answer"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import OpError, Problem
@@ -29,3 +30,20 @@ def required_field(ctx: OpContext, path: str, key: str, hint: bool = True) -> An
     except KeyError:
         raise OpError(Problem(f"record {ctx.record.id!r} has no field {path!r}", key=key,
                               hint=fields_hint(ctx) if hint else None)) from None
+
+
+def text_list(value: Any) -> list[str] | None:
+    """A field that should hold a list of texts, as a list: a list of strings as it is, or a
+    JSON list of strings written in one text cell (a CSV or TSV cannot hold a list: the
+    cell ``["Paris", "Rome"]``); None for anything else."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+LIST_CELL_HINT = 'in a CSV or TSV, write the list as a JSON list in one cell: "[""Paris"", ""Rome""]"'

@@ -27,7 +27,7 @@ from ..errors import OpError, Problem
 from ..nlp import spacy_pipeline
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams
-from .fields import field_or_none, required_field
+from .fields import LIST_CELL_HINT, field_or_none, required_field, text_list
 
 # --- rephrasing ----------------------------------------------------------------------------
 
@@ -47,10 +47,10 @@ class RephraseFromTable(Op):
     output_kind = "text"
 
     def apply(self, value: Value | None, params: RephraseParams, ctx: OpContext) -> OpOutput:
-        rephrasings = required_field(ctx, params.field, "params.field", hint=False)
-        if not isinstance(rephrasings, list) or not all(isinstance(r, str) for r in rephrasings):
+        rephrasings = text_list(required_field(ctx, params.field, "params.field", hint=False))
+        if rephrasings is None:
             raise OpError(Problem(f"record {ctx.record.id!r}: field {params.field!r} is not a "
-                                  "list of strings", key="params.field"))
+                                  "list of strings", key="params.field", hint=LIST_CELL_HINT))
         if params.index >= len(rephrasings):
             raise OpError(Problem(f"record {ctx.record.id!r} has {len(rephrasings)} rephrasing(s) "
                                   f"in {params.field!r}, no index {params.index}",

@@ -57,12 +57,13 @@ Every op takes the item's text (a record text field or an upstream node) and ret
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import string
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -70,7 +71,7 @@ from pydantic import Field, field_validator, model_validator
 from ..errors import OpError, Problem
 from ..values import Value
 from .base import OPS, Op, OpContext, OpOutput, OpParams, check_template, library_versions, render_prompt
-from .fields import field_or_none, fields_hint, required_field
+from .fields import LIST_CELL_HINT, field_or_none, fields_hint, required_field, text_list
 from .text_questions import negate_question
 
 
@@ -444,15 +445,22 @@ class PermuteOptions(Op):
 
 
 def _options(params: PermuteParams, ctx: OpContext) -> list[str]:
-    options = field_or_none(ctx, params.options)
-    if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
-        raise OpError(Problem(f"record {ctx.record.id!r}: field {params.options!r} is missing or "
-                              "not a non-empty list of option texts", key="params.options",
-                              hint=fields_hint(ctx)))
+    found = field_or_none(ctx, params.options)
+    options = text_list(found)
+    if not options:
+        what = "is missing" if found is None else f"holds {_shown(found)}"
+        raise OpError(Problem(f"record {ctx.record.id!r}: field {params.options!r} {what}, not a non-empty "
+                              "list of option texts", key="params.options",
+                              hint=fields_hint(ctx) if found is None else LIST_CELL_HINT))
     if len(options) > len(params.letters):
         raise OpError(Problem(f"record {ctx.record.id!r} has {len(options)} options, more than the "
                               f"{len(params.letters)} letters {params.letters!r}", key="params.letters"))
     return options
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _order(n: int, params: PermuteParams, ctx: OpContext) -> list[int] | None:

@@ -67,15 +67,40 @@ class CrossEmbedder(Protocol):
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def is_value(value: Any, wanted: Any) -> bool:
+    """Whether an attribute's value is ``wanted`` as a spec wrote it: numbers compared as numbers
+    (``reference = 0`` is the integer attribute 0, and 1.0 is 1), anything else by its text."""
+    numbers = (int, float)
+    if isinstance(value, numbers) and isinstance(wanted, numbers) and not isinstance(value, bool) \
+            and not isinstance(wanted, bool):
+        return bool(value == wanted)
+    return str(value) == str(wanted)
+
+
+def without_attribute(items: list[ScoredItem], over: str) -> list[ScoredItem]:
+    """The items that have no value of ``over``: neither reference nor perturbed, left out."""
+    return [i for i in items if i.attrs.get(over) is None]
+
+
 def anchored_groups(items: list[ScoredItem], over: str,
-                    reference: str) -> list[tuple[ScoredItem, list[ScoredItem]]]:
-    """(the unperturbed item, the others) per group that has exactly one unperturbed item."""
+                    reference: Any) -> list[tuple[ScoredItem, list[ScoredItem]]]:
+    """(the unperturbed item, the others) per group that has exactly one unperturbed item; items
+    without a value of ``over`` are neither (``without_attribute`` counts them for a note)."""
     out = []
     for group in groups_of(items).values():
-        refs = [i for i in group if str(i.attrs.get(over)) == str(reference)]
+        refs = [i for i in group if is_value(i.attrs.get(over), reference)]
         if len(refs) == 1:
-            out.append((refs[0], [i for i in group if i is not refs[0]]))
+            out.append((refs[0], [i for i in group if i is not refs[0] and i.attrs.get(over) is not None]))
     return out
+
+
+def left_out_note(items: list[ScoredItem], over: str) -> list[str]:
+    """A note naming how many items have no ``over`` (none: no note)."""
+    missing = without_attribute(items, over)
+    if not missing:
+        return []
+    return [f"{len(missing)} item(s) have no attribute {over!r} and are left out "
+            f"(e.g. {missing[0].item_id}): they are neither the reference nor a perturbation."]
 
 
 def _sum_of_means(sims: dict[str, list[float]]) -> dict[str, float]:
@@ -88,13 +113,14 @@ def _score(per_corruption: dict[str, float]) -> float | None:
     return 100 * math.fsum(per_corruption.values()) if per_corruption else None
 
 
-def expected_values(items: list[ScoredItem], over: str, reference: str) -> list[str]:
+def expected_values(items: list[ScoredItem], over: str, reference: Any) -> list[str]:
     """Every perturbation (value of ``over`` other than ``reference``) among the metric's items:
     what each split's score is expected to sum over."""
-    return sorted({str(i.attrs.get(over)) for i in items} - {str(reference)})
+    return sorted({str(i.attrs.get(over)) for i in items if i.attrs.get(over) is not None
+                   and not is_value(i.attrs.get(over), reference)})
 
 
-def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference: str,
+def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference: Any,
                       expected: list[str]) -> list[str]:
     """What a split's score leaves out without saying so in its number: perturbations with no
     item in the split (the score sums fewer means: its max drops), perturbations missing from
