@@ -9,17 +9,20 @@ question it asks (affirmative or negated).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import re
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     SerializerFunctionWrapHandler,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
+    Tag,
     ValidationError,
     field_validator,
     model_serializer,
@@ -34,6 +37,9 @@ from .templates import compile_template
 
 COMMON_ADDED = frozenset({"where"})
 """Parameters every metric gained after its first release (see ``MetricParams.added``)."""
+
+AttrValue = str | int | float | bool
+"""A value of an item attribute as a spec writes it: `reference = 0` for an integer attribute."""
 
 
 def selects(where: dict[str, list[Any]], attrs: dict[str, Any]) -> bool:
@@ -127,7 +133,7 @@ class MMCBenchParams(MetricParams):
     """MMCBench's consistency: sum over corruptions of the mean cosine similarity, x100."""
 
     over: str = Field("corruption", description="attribute that names the perturbation")
-    reference: str = Field("clean", description="value of `over` that marks the unperturbed item")
+    reference: AttrValue = Field("clean", description="value of `over` that marks the unperturbed item")
     normalize: Literal["none", "lower_strip", "whisper"] = Field(
         "lower_strip", description="outputs compared as is, lower-cased and stripped, or through Whisper's "
                                    "English text normaliser (MMCBench speech2text: WhisperTokenizer._normalize)")
@@ -143,7 +149,7 @@ class MMCBenchCrossParams(MetricParams):
     clip: str = Field(description="folder of a CLIP model saved with save_pretrained")
     device: str = Field("cpu", description="device the CLIP model runs on")
     over: str = Field("corruption", description="attribute that names the perturbation")
-    reference: str = Field("clean", description="value of `over` that marks the unperturbed item")
+    reference: AttrValue = Field("clean", description="value of `over` that marks the unperturbed item")
     published_keys: bool = Field(
         False, description="text2image: swap cross and uni, as MMCBench's evaluate.py names them")
 
@@ -234,10 +240,45 @@ class KoalaParams(MetricParams):
 
 Match = Literal["exact", "normalized", "embedding"]
 MATCH = "how two answers agree: exact (stripped), normalized (SQuAD-style), embedding (cos > threshold)"
-Correct = Literal["normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring"]
+CorrectName = Literal["normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring"]
+
+
+class LmEvalExact(BaseModel):
+    """lm-eval's ``exact_match`` with its own flags, as a task's ``metric_list`` writes them
+    (lm_eval/api/metrics.py ``exact_match_hf_evaluate``, lm-eval 0.4.13): each of
+    ``regexes_to_ignore`` removed (``re.sub``) from answer and target in turn, then case,
+    ``string.punctuation`` and digits dropped as asked; nothing is stripped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rule: Literal["lm_eval_exact"] = Field(description="lm_eval_exact")
+    ignore_case: bool = Field(True, description="compare in lower case")
+    ignore_punctuation: bool = Field(True, description="drop string.punctuation from both")
+    ignore_numbers: bool = Field(False, description="drop the digits 0-9 from both")
+    regexes_to_ignore: list[str] = Field(default_factory=list, description="regular expressions removed from "
+                                                                           "both, in order, before the rest")
+
+    @field_validator("regexes_to_ignore")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return value
+
+
+def _correct_form(value: Any) -> str:
+    return "table" if isinstance(value, (dict, LmEvalExact)) else "name"
+
+
+Correct = Annotated[Annotated[CorrectName, Tag("name")] | Annotated[LmEvalExact, Tag("table")],
+                    Discriminator(_correct_form)]
 CORRECT = ("when an answer is right: normalized (equal after normalisation, the default), exact, lm_eval_exact "
-           "(lm-eval's exact_match with ignore_case and ignore_punctuation), short_answer (the first sentence is "
-           "the target, or a plain statement ending with it: 'The capital of Spain is Madrid.'), word "
+           "(lm-eval's exact_match with ignore_case and ignore_punctuation; or as a table with lm-eval's flags: "
+           "{ rule = \"lm_eval_exact\", ignore_case, ignore_punctuation, ignore_numbers, regexes_to_ignore }), "
+           "short_answer (the first sentence is the target, or a plain statement ending with it: 'The capital of "
+           "Spain is Madrid.'; knowing the question: 'The Nile River.'), word "
            "(the target as whole words of the answer), substring (raw substring: MM-R3's lenient rule, "
            "'no' is inside 'not'; named in the report)")
 TARGET = ("the correct answer(s): a record field path ('answer'), or a Jinja template over `record` and "
@@ -266,7 +307,7 @@ class FlipRateParams(MetricParams, Bootstrap):
     """Share of perturbed items whose answer differs from the unperturbed item's."""
 
     over: str = Field(description="attribute that names the perturbation")
-    reference: str = Field(description="value of `over` that marks the unperturbed item")
+    reference: AttrValue = Field(description="value of `over` that marks the unperturbed item")
     flip: Literal["answer", "correctness"] = Field(
         "answer", description="answer: the answers disagree; correctness: one is right, one wrong")
     match: Match = Field("normalized", description=MATCH)
@@ -304,7 +345,7 @@ class ConsistencyParams(MetricParams, Bootstrap):
     One row per relation (and `by` value), with a bootstrap interval clustered by source record."""
 
     over: str = Field("perturbation", description="attribute that names the perturbation of an item")
-    reference: str = Field("original", description="value of `over` that marks each record's reference item")
+    reference: AttrValue = Field("original", description="value of `over` that marks each record's reference item")
     relation: Relation = Field("same", description=RELATION)
     relations: dict[str, Relation] = Field(
         default_factory=dict, description="per value of `over`, a relation other than `relation` "
@@ -319,6 +360,61 @@ class ConsistencyParams(MetricParams, Bootstrap):
         if "expected" in (self.relation, *self.relations.values()) and self.target is None:
             raise ValueError("relation 'expected' needs `target`: each item's correct answer")
         return self
+
+
+Normalize = Literal["whisper", "lower_strip", "none"]
+NORMALIZE = ("how answer and target are normalised before they are aligned: whisper (Whisper's English text "
+             "normaliser, as the Whisper paper and the Open ASR Leaderboard score; English only), lower_strip "
+             "(lower case, every Unicode punctuation character removed, white space collapsed), none (as they are)")
+
+
+class ErrorRateParams(MetricParams, Bootstrap):
+    """Edit counts of each answer against its target (jiwer), summed over the answers of a split."""
+
+    target: str = Field(description=TARGET + " (the reference text)")
+    normalize: Normalize = Field("whisper", description=NORMALIZE)
+
+
+class WerParams(ErrorRateParams):
+    """Word error rate: substitutions, deletions and insertions over the reference words, summed (jiwer).
+
+    A corpus rate (summed errors over summed reference words), never a mean of per-item rates."""
+
+
+class CerParams(ErrorRateParams):
+    """Character error rate: substitutions, deletions and insertions over the reference characters (jiwer).
+
+    A corpus rate (summed errors over summed reference characters, spaces included)."""
+
+
+Direction = Literal["not_better", "not_worse"]
+DIRECTION = ("as `over` grows (along `order`), a record's quantity must not get better (not_better: e.g. "
+             "accuracy under growing noise) or must not get worse (not_worse)")
+
+
+class DirectionParams(MetricParams, Bootstrap):
+    """Directional expectation (CheckList's DIR): along an ordered attribute, each record's score moves one way only.
+
+    Per record, the quantity at each value of `over` (over its answers there) against the next value's."""
+
+    over: str = Field(description="the ordered attribute (e.g. severity, snr_db): numbers, or the values of `order`")
+    relation: Direction = Field(description=DIRECTION)
+    quantity: Literal["correct", "wer", "cer"] = Field(
+        "correct", description="what is compared: correct (share of right answers, higher is better), wer or cer "
+                               "(error rate against `target`, lower is better)")
+    target: str = Field(description=TARGET)
+    correct: Correct = Field("normalized", description=CORRECT + " (quantity correct)")
+    normalize: Normalize = Field("whisper", description=NORMALIZE + " (quantity wer, cer)")
+    order: list[StrictStr | StrictInt | StrictFloat] | None = Field(
+        None, min_length=2, description="the values of `over` from first to last, e.g. [\"low\", \"mid\", \"high\"] "
+                                        "(default: its values as numbers, ascending)")
+
+    @field_validator("order")
+    @classmethod
+    def _distinct(cls, order: list[str | int | float] | None) -> list[str | int | float] | None:
+        if order is not None and len({str(v) for v in order}) < len(order):
+            raise ValueError("`order` names a value twice")
+        return order
 
 
 # --- judges (a model that scores answers or data) ----------------------------------------------
@@ -446,7 +542,8 @@ BUILTIN_SCHEMAS: dict[str, type[MetricParams]] = {
     "merlim.recognition": MerlimRecognitionParams, "merlim.relations": MerlimRelationsParams,
     "merlim.counting": MerlimCountingParams, "koala.accuracy": KoalaParams, "general.agreement": AgreementParams,
     "general.flip_rate": FlipRateParams, "general.worst_case": WorstCaseParams, "general.accuracy": AccuracyParams,
-    "general.consistency": ConsistencyParams, "judge.score": JudgeParams, "koala.contextualization": KoalaContextParams}
+    "general.consistency": ConsistencyParams, "general.wer": WerParams, "general.cer": CerParams,
+    "general.direction": DirectionParams, "judge.score": JudgeParams, "koala.contextualization": KoalaContextParams}
 """The built-in metrics' schemas, known to the compiler without the runtime; each implementation
 names the same class in its ``@metric`` (tests/test_layout.py checks that the two sides agree)."""
 for _name, _schema in BUILTIN_SCHEMAS.items():

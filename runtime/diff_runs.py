@@ -115,7 +115,8 @@ def correctness(side: RunSide, answers: pl.DataFrame) -> pl.DataFrame:
     target, how = rule
     targets = {row["item_id"]: json.loads(row["targets"]).get(target, [])
                for row in side.items.select("item_id", "targets").iter_rows(named=True)}
-    rows = [(item, float(is_correct(text, targets[item], how)))
+    prompts = (dict(side.items.select("item_id", "prompt").iter_rows()) if "prompt" in side.items.columns else {})
+    rows = [(item, float(is_correct(text, targets[item], how, prompts.get(item) or "")))
             for item, text in answers.select("item_id", "read").iter_rows() if targets.get(item)]
     if not rows:
         return empty

@@ -289,7 +289,7 @@ def _per_sample(spec: Spec, row: dict[str, Any], texts: list[str], stage: str) -
             continue  # it scores another stage than the one the samples show
         value = target_value(item, params.target)
         targets = [] if value is None else [str(v) for v in value] if isinstance(value, list) else [str(value)]
-        right = [is_correct(t, targets, params.correct) for t in item.responses]
+        right = [is_correct(t, targets, params.correct, item.prompt) for t in item.responses]
         name = metric.name + (f"#{names[:k + 1].count(metric.name)}" if names.count(metric.name) > 1 else "")
         out[name] = sum(right) / len(right) if right else None
     return out

@@ -39,7 +39,7 @@ from ..answers import correctness_note, is_correct
 
 from benchc.compiler.similarity import cosine
 from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value, metric
-from .mmcbench import anchored_groups
+from .mmcbench import anchored_groups, left_out_note
 from .text import bootstrap_ratio, is_short_answer, normalize_answer, short_pairs_note, yes_no
 
 
@@ -78,7 +78,8 @@ class _Matcher:
         return self.norm[self.index[a]] == self.norm[self.index[b]]
 
 
-def _targets(item: ScoredItem, path: str) -> list[str]:
+def targets_of(item: ScoredItem, path: str) -> list[str]:
+    """The item's target(s) at ``path`` as strings ([] when it has none)."""
     value = target_value(item, path)
     if value is None:
         return []
@@ -93,7 +94,8 @@ def _short_note(matcher: _Matcher | None, what: str) -> list[str]:
     return [note] if note is not None else []
 
 
-def _interval(num: list[float], den: list[float], params: Any) -> dict[str, float | None]:
+def percent_interval(num: list[float], den: list[float], params: Any) -> dict[str, float | None]:
+    """ci_low and ci_high (x100) of sum(num)/sum(den), one entry per group (``bootstrap_ratio``)."""
     low, high = bootstrap_ratio(np.asarray(num), np.asarray(den), params.bootstrap, params.confidence, params.seed)
     return {"ci_low": None if low is None else 100 * low, "ci_high": None if high is None else 100 * high}
 
@@ -133,7 +135,7 @@ class Agreement(Metric):
             den = [v[1] for v in per_group.values()]
             row: dict[str, Any] = {**dict(zip(params.by, key)), "groups": len(per_group), "pairs": len(mine),
                                    "agreement": 100 * sum(num) / sum(den) if mine else None,
-                                   **_interval(num, den, params)}
+                                   **percent_interval(num, den, params)}
             if params.match == "embedding":
                 row["similarity"] = 100 * float(np.mean([p[4] for p in mine])) if mine else None
             rows.append(row)
@@ -156,13 +158,14 @@ class FlipRate(Metric):
         # every comparison: (group, perturbed item, flipped, right_to_wrong, wrong_to_right)
         comparisons = []
         for g, (ref, others) in enumerate(anchored):
-            truth = _targets(ref, params.target) if params.target else []
+            truth = targets_of(ref, params.target) if params.target else []
             for item in others:
                 for a, b in zip(ref.responses, item.responses):
                     if matcher is not None:
                         comparisons.append((g, item.item_id, not matcher.agree(a, b), False, False))
                     else:
-                        was, now = is_correct(a, truth, params.correct), is_correct(b, truth, params.correct)
+                        was, now = (is_correct(a, truth, params.correct, ref.prompt),
+                                    is_correct(b, truth, params.correct, item.prompt))
                         comparisons.append((g, item.item_id, was != now, was and not now, now and not was))
         perturbed = [i for _, others in anchored for i in others]
         rows = []
@@ -177,7 +180,7 @@ class FlipRate(Metric):
             den = [v[1] for v in per_group.values()]
             row: dict[str, Any] = {**dict(zip(params.by, key)), "groups": len(per_group), "comparisons": len(mine),
                                    "flip_rate": 100 * sum(num) / sum(den) if mine else None,
-                                   **_interval(num, den, params)}
+                                   **percent_interval(num, den, params)}
             if params.flip == "correctness":
                 row["right_to_wrong"] = 100 * float(np.mean([c[3] for c in mine])) if mine else None
                 row["wrong_to_right"] = 100 * float(np.mean([c[4] for c in mine])) if mine else None
@@ -187,7 +190,8 @@ class FlipRate(Metric):
             columns += ["right_to_wrong", "wrong_to_right"]
         notes = [*_short_note(matcher, "flip_rate"), _note(params, data),
                  f"Reference: the item with {params.over} = {params.reference!r} of each group "
-                 f"({len(anchored)} groups have exactly one)."]
+                 f"({len(anchored)} groups have exactly one).",
+                 *left_out_note(data.items, params.over)]
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
@@ -200,7 +204,7 @@ class WorstCase(Metric):
         for key, part in split_by(data.items, params.by).items():
             worst, right, answers = [], [], []
             for group in groups_of(part).values():
-                correct = [is_correct(r, _targets(item, params.target), params.correct)
+                correct = [is_correct(r, targets_of(item, params.target), params.correct, item.prompt)
                            for item in group for r in item.responses]
                 if not correct:
                     continue
@@ -208,12 +212,12 @@ class WorstCase(Metric):
                 right.append(float(sum(correct)))
                 answers.append(float(len(correct)))
             ones = [1.0] * len(worst)
-            acc = _interval(right, answers, params)
+            acc = percent_interval(right, answers, params)
             rows.append({**dict(zip(params.by, key)), "groups": len(worst), "answers": int(sum(answers)),
                          "accuracy": 100 * sum(right) / sum(answers) if answers else None,
                          "acc_ci_low": acc["ci_low"], "acc_ci_high": acc["ci_high"],
                          "worst_case": 100 * float(np.mean(worst)) if worst else None,
-                         **_interval(worst, ones, params)})
+                         **percent_interval(worst, ones, params)})
         columns = [*params.by, "groups", "answers", "accuracy", "acc_ci_low", "acc_ci_high", "worst_case",
                    "ci_low", "ci_high"]
         return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
@@ -225,7 +229,7 @@ def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> d
     den = [v[1] for v in per_group.values()]
     total = sum(den)
     return {"groups": len(per_group), column: 100 * sum(num) / total if total else None,
-            **_interval(num, den, params)}
+            **percent_interval(num, den, params)}
 
 
 @metric("general.accuracy", AccuracyParams)
@@ -237,10 +241,10 @@ class Accuracy(Metric):
         for key, part in split_by(data.items, params.by).items():
             per_group: dict[str, list[float]] = {}
             for item in part:
-                targets = _targets(item, params.target)
+                targets = targets_of(item, params.target)
                 counts = per_group.setdefault(item.group_id, [0.0, 0.0])
                 for response in item.responses:
-                    counts[0] += is_correct(response, targets, params.correct)
+                    counts[0] += is_correct(response, targets, params.correct, item.prompt)
                     counts[1] += 1
             row = {**dict(zip(params.by, key)), "items": len(part), **_ratio_row(per_group, params, "accuracy")}
             rows.append(row)
@@ -266,8 +270,8 @@ class _Relations:
             return x is not None and y is not None and x != y
         assert self.params.target is not None  # the schema requires it for "expected"
         right = self.params.correct
-        return (is_correct(a, _targets(ref, self.params.target), right)
-                and is_correct(b, _targets(item, self.params.target), right))
+        return (is_correct(a, targets_of(ref, self.params.target), right, ref.prompt)
+                and is_correct(b, targets_of(item, self.params.target), right, item.prompt))
 
 
 @metric("general.consistency", ConsistencyParams)
@@ -297,7 +301,8 @@ class Consistency(Metric):
         columns = [*params.by, "relation", "pairs", "groups", "holds", "ci_low", "ci_high"]
         notes = [*_short_note(relations.matcher, "holds (relation 'same')"), _note(params, data),
                  f"Pairs: each item against the item with {params.over} = {params.reference!r} of its record "
-                 f"({len(anchored)} records have one); opposite: one answer reads yes and the other no."]
+                 f"({len(anchored)} records have one); opposite: one answer reads yes and the other no.",
+                 *left_out_note(data.items, params.over)]
         return MetricResult(self.name, columns, rows, notes=notes)
 
 
@@ -311,6 +316,11 @@ def _note(params: Any, data: MetricInput) -> str:
     if getattr(params, "target", None):
         parts.append(correctness_note(params.correct, params.target))
     if params.bootstrap:
-        parts.append(f"{int(100 * params.confidence)}% percentile bootstrap over groups, "
-                     f"{params.bootstrap} resamples, seed {params.seed}")
+        parts.append(bootstrap_note(params))
     return "; ".join(parts) + "."
+
+
+def bootstrap_note(params: Any) -> str:
+    """How the intervals were drawn (a ``Bootstrap`` schema's settings), for a metric's note."""
+    return (f"{int(100 * params.confidence)}% percentile bootstrap over groups, "
+            f"{params.bootstrap} resamples, seed {params.seed}")
