@@ -8,8 +8,8 @@ answer kind and rule this prints how many right answers the rule misses and how 
 missing ones it counts right (false right: the number that must be 0).
 
 A rule is an ``[answer]`` section and a ``correct`` rule, as a spec writes them; ``default`` marks
-what benchc uses for the kind when a spec says only what kind of answer it wants (the rules
-below), the others are for comparison.
+what benchc uses for the kind when a spec says only what kind of answer it wants (``[answer]
+kind = "short" | "yes_no" | "number" | "letter"``), the others are for comparison.
 
 Usage: .venv/bin/python benchmarks/answer_rules.py [--corpus DIR] [--json PATH]
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchc.compiler.spec.models import Answer
+from benchc.compiler.spec.models import KIND_CORRECT, Answer
 from benchc.runtime.answers import extract, is_correct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,16 +37,19 @@ class Rule:
     default: bool = False
 
 
+def kind_rule(kind: str) -> Rule:
+    """What a spec gets from ``[answer] kind = KIND`` alone: its steps and its ``correct`` rule."""
+    return Rule(f"kind = {kind}", Answer(kind=kind), KIND_CORRECT[kind], default=True)  # type: ignore[arg-type]
+
+
 RULES: dict[str, list[Rule]] = {
     "short": [Rule("raw, normalized", Answer(), "normalized"),
               Rule("first_line, normalized", Answer(extract=["first_line"]), "normalized"),
-              Rule("short_answer", Answer(), "short_answer", default=True),
+              kind_rule("short"),
               Rule("raw, word (lenient)", Answer(), "word")],
-    "yes_no": [Rule("yes_no, normalized", Answer(extract=["yes_no"]), "normalized", default=True),
-               Rule("raw, normalized", Answer(), "normalized")],
-    "number": [Rule("number, normalized", Answer(extract=["number"]), "normalized", default=True),
-               Rule("raw, normalized", Answer(), "normalized")],
-    "letter": [Rule("option_letter, normalized", Answer(extract=["option_letter"]), "normalized", default=True),
+    "yes_no": [kind_rule("yes_no"), Rule("raw, normalized", Answer(), "normalized")],
+    "number": [kind_rule("number"), Rule("raw, normalized", Answer(), "normalized")],
+    "letter": [kind_rule("letter"), Rule("option_letter, normalized", Answer(extract=["option_letter"]), "normalized"),
                Rule("raw, exact", Answer(), "exact")],
 }
 
@@ -59,7 +62,8 @@ def load(corpus: Path) -> list[dict[str, Any]]:
 
 
 def measure(rows: list[dict[str, Any]], rule: Rule) -> dict[str, Any]:
-    counted = [is_correct(extract(r["answer"], rule.answer, r["prompt"]), r["targets"], rule.correct) for r in rows]
+    counted = [is_correct(extract(r["answer"], rule.answer, r["prompt"]), r["targets"], rule.correct, r["prompt"])
+               for r in rows]
     right = [r["verdict"] == "right" for r in rows]
     missed = [r["id"] + "/" + r["source"].rsplit("/", 1)[-1] for r, c, ok in zip(rows, counted, right) if ok and not c]
     false_right = [r["id"] + "/" + r["source"].rsplit("/", 1)[-1] for r, c, ok in zip(rows, counted, right)

@@ -6,7 +6,7 @@ Every problem of a spec is collected and raised together, each with file, line a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import jinja2
 from jinja2 import meta
@@ -18,7 +18,8 @@ from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
 from .registry import did_you_mean, literal_hint, merge_union_errors
 from .sources import SOURCES, SourceLoader
-from .spec.models import GENERATION_SWEEPABLE as SWEEPABLE, RESERVED_INPUTS, Generation, Select, TextSelect
+from .spec.models import (GENERATION_SWEEPABLE as SWEEPABLE, KIND_CORRECT, RESERVED_INPUTS, Generation, Select,
+                          TextSelect)
 from .spec.parse import LoadedSpec
 from .sweep import Sweep, split_sweep as _split_sweep
 from .templates import TemplateProblem, compile_template, make_environment
@@ -203,17 +204,48 @@ def _validation_problems(loaded: LoadedSpec, exc: ValidationError, prefix: str,
                          schema: type[BaseModel] | None = None) -> list[Problem]:
     out = []
     for err in merge_union_errors([dict(e) for e in exc.errors()]):
-        key = ".".join([prefix, *(str(p) for p in err["loc"])])
+        loc, inner = (_walk(schema, err["loc"], err["type"] == "extra_forbidden") if schema is not None
+                      else (tuple(err["loc"]), None))
+        key = ".".join([prefix, *(str(p) for p in loc)])
         msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
         hint = None
-        if err["type"] == "extra_forbidden" and schema is not None and err["loc"]:
-            names = sorted(schema.model_fields)
+        if err["type"] == "extra_forbidden" and inner is not None and err["loc"]:
+            names = sorted(inner.model_fields)
             hint = did_you_mean(str(err["loc"][-1]), names) or f"parameters: {', '.join(names) or 'none'}"
         if err["type"] == "literal_error":
             hint = literal_hint(err) or msg.replace("Input should be", "use")
             msg = f"invalid value {err.get('input')!r}"
         out.append(loaded.problem(key, msg, hint))
     return out
+
+
+def _walk(schema: type[BaseModel], loc: tuple[Any, ...],
+          unknown: bool) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """An error's location as the spec writes it (the tags pydantic adds for a tagged union, as
+    ``correct.table``, left out), and the model whose field the location's last part names
+    (``correct = { rule = ..., ignore_cases = true }``: the table's model, for its hint).
+    ``unknown``: the last part is a key the model does not know (kept), not a tag."""
+    model: type[BaseModel] | None = schema
+    kept: list[Any] = []
+    for depth, part in enumerate(loc):
+        if isinstance(part, int) or model is None:
+            kept.append(part)
+            continue
+        if part not in model.model_fields:
+            if depth == len(loc) - 1 and unknown:
+                kept.append(part)
+            continue  # else a union's tag, not a key the user wrote
+        kept.append(part)
+        if depth < len(loc) - 1:
+            model = _model_in(model.model_fields[part].annotation)
+    return tuple(kept), model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The first pydantic model an annotation holds (``X | LmEvalExact``), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
 
 
 def _resolve_source(loaded: LoadedSpec, problems: ProblemList) -> tuple[SourceLoader | None, Any]:
@@ -403,6 +435,15 @@ def _check_stage_templates(loaded: LoadedSpec, problems: ProblemList) -> None:
                                             or f"variables: {', '.join(sorted(STAGE_TEMPLATE_NAMES))}"))
 
 
+def _with_kind_rule(loaded: LoadedSpec, schema: type[MetricParams], params: dict[str, Any]) -> dict[str, Any]:
+    """A metric's params with the ``correct`` rule of ``[answer].kind`` where the metric takes
+    one and does not set it."""
+    answer = loaded.spec.answer
+    if answer is None or answer.kind is None or "correct" not in schema.model_fields or "correct" in params:
+        return params
+    return {**params, "correct": KIND_CORRECT[answer.kind]}
+
+
 def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedMetric]:
     out = []
     stage_ids = [s.id for s in loaded.spec.stage]
@@ -411,8 +452,9 @@ def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[Resolved
         if metric.name not in METRIC_SCHEMAS:
             problems.add(loaded.unknown(METRIC_SCHEMAS, metric.name, f"{key}.name"))
             continue
+        schema = METRIC_SCHEMAS.get(metric.name)
         try:
-            params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
+            params = schema.model_validate(_with_kind_rule(loaded, schema, metric.params))
         except ValidationError as exc:
             for p in _validation_problems(loaded, exc, key, METRIC_SCHEMAS.get(metric.name)):
                 problems.add(p)

@@ -60,6 +60,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from benchc.compiler.metrics import LmEvalExact
 from benchc.compiler.numbers import first_number
 from benchc.compiler.spec.models import Answer
 
@@ -136,7 +137,7 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _YES_OR_NO = re.compile(r"\b(?:yes\s*(?:or|/)\s*no|no\s*(?:or|/)\s*yes)\b", re.IGNORECASE)
 
 
-def _yes_no(text: str) -> str:
+def _yes_no(text: str, prompt: str = "") -> str:
     """"yes" or "no", read from the answer's first line: its first word when it is one of them,
     else the one of the two it holds as a whole word; a line holding both (a hedge, or "Yes.
     No."), neither, or only the instruction "yes or no" echoed is unreadable. Later lines are
@@ -147,8 +148,56 @@ def _yes_no(text: str) -> str:
         first = words[0]
         other = "no" if first == "yes" else "yes"
         return NO_ANSWER if re.search(rf"\b{other}\b", _YES_OR_NO.sub(" ", body), re.IGNORECASE) else first
-    found = {m.lower() for m in _YES_NO.findall(_YES_OR_NO.sub(" ", body))}
+    said = _YES_OR_NO.sub(" ", body)
+    found = {m.lower() for m in _YES_NO.findall(said)}
+    if not found and not _YES_OR_NO.search(body):
+        return _implied_yes_no(text, question_of(prompt))
     return found.pop() if len(found) == 1 else NO_ANSWER
+
+
+_QUESTION = re.compile(r"[^.?!\n]*\?")
+_POLAR = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|will|would|has|have|had|should|shall|may|must)\b",
+                    re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|none|nor|neither)\b|n['’]t\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"\b(?:or|and|but|maybe|perhaps|probably|possibly|might|unless|than)\b", re.IGNORECASE)
+
+
+def question_of(prompt: str) -> str:
+    """The question a prompt asks: its last sentence that ends with "?" ("" when it asks none)."""
+    found = [q.strip() for q in _QUESTION.findall(prompt) if q.strip()]
+    return found[-1] if found else ""
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words (its word list only: no pipeline is loaded)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in normalize_answer(text).split() if w not in _stop_words()}
+
+
+def _implied_yes_no(text: str, question: str) -> str:
+    """yes or no from an answer that says neither but restates the yes/no question as a plain
+    statement (measured: a pretrained model answers "Is gold a metal?" with "Gold is a metal."):
+    the answer's first sentence holds every content word of the question (spaCy's stop words
+    aside); with no negation it reads yes, with one it reads no. A question that holds a negation
+    itself, a statement with an alternative or a hedge ("or", "but", "maybe", "than") or two
+    negations, and a question in reply read as no answer."""
+    if not _POLAR.match(question) or _NEGATION.search(question):
+        return NO_ANSWER
+    sentence = _first_sentence(text)
+    wanted = _content_words(question)
+    if not wanted or not sentence or sentence.rstrip().endswith("?") or _ALTERNATIVE.search(sentence):
+        return NO_ANSWER
+    said = set(normalize_answer(re.sub(r"n['’]t\b", " not", sentence)).split())
+    if not wanted <= said:
+        return NO_ANSWER
+    negations = len(_NEGATION.findall(sentence))
+    return "yes" if negations == 0 else "no" if negations == 1 else NO_ANSWER
 
 
 _EQUALS = re.compile(r"=([^=]*)$")
@@ -191,7 +240,7 @@ def _letter_patterns(letters: str) -> _LetterPatterns:
     return _LetterPatterns(letters)
 
 
-def _option_letter(text: str, letters: str) -> str:
+def _option_letter(text: str, letters: str, prompt: str = "") -> str:
     """The one option letter the answer picks ("C", "(c)", "C.", "**C**", "Answer: C", "The
     answer is C", "C. William Shakespeare", "I think (B)"); an answer naming two letters, or
     echoing the option list, is unreadable. A leading letter needs punctuation after it: "A
@@ -204,7 +253,50 @@ def _option_letter(text: str, letters: str) -> str:
     picks = {m.upper() for m in patterns.stated.findall(_EMPHASIS.sub("", text))}  # labels kept: "answer is D"
     picks |= {(a or b).upper() for a, b in patterns.named.findall(body)}
     others = set(patterns.token.findall(body)) - picks - {"A", "I"}
-    return picks.pop() if len(picks) == 1 and not others else NO_ANSWER
+    if len(picks) == 1 and not others:
+        return picks.pop()
+    first = _first_line(body)
+    if _OPTION_LINE.match(first) and len(_OPTION_LINE.findall(body)) >= 2:
+        return NO_ANSWER  # it opens with an option list ("A. Blue\nB. Green"): an echo, no pick
+    if first != body.strip():  # read its first line alone: what follows is the model writing on
+        return _option_letter(first, letters, prompt)
+    if not picks and not others:  # no letter at all: an answer may name the option's text ("Tokyo")
+        return _letter_by_text(text, options_shown(prompt, letters))
+    return NO_ANSWER
+
+
+_OPTION_LINE = re.compile(r"^\s*\(?([A-Z])[.):]\s+(\S.*?)\s*$", re.MULTILINE)
+
+
+def options_shown(prompt: str, letters: str) -> dict[str, str]:
+    """letter -> option text of the option list a prompt shows ("A. Paris" lines, or "(A) ..."):
+    the letters must be the first ones of ``letters``, in order, at least two, each once;
+    anything else is no option list ({})."""
+    found = [(letter, text) for letter, text in _OPTION_LINE.findall(prompt) if letter in letters]
+    shown = [letter for letter, _ in found]
+    if len(found) < 2 or shown != list(letters[:len(found)]):
+        return {}
+    return dict(found)
+
+
+def _letter_by_text(text: str, options: dict[str, str]) -> str:
+    """The letter of the option whose text the answer gives instead of a letter: its first
+    sentence is the option's text ("Tokyo"), or a plain statement that ends with exactly one
+    option's text and names no other ("Hot is the opposite of cold." -> the option "Cold");
+    measured on real answers (issue 25). Otherwise, and without options, no answer."""
+    sentence = _first_sentence(text)
+    said = normalize_answer(sentence)
+    texts = {letter: normalize_answer(option) for letter, option in options.items()}
+    if not said or len(set(texts.values())) != len(texts):
+        return NO_ANSWER
+    same = [letter for letter, option in texts.items() if option and said == option]
+    if same:
+        return same[0]
+    if sentence.rstrip().endswith("?") or _HEDGES.search(said.replace("\u2019", "")):
+        return NO_ANSWER
+    ending = [letter for letter, option in texts.items() if option and said.endswith(" " + option)]
+    named = [letter for letter, option in texts.items() if option and f" {option} " in f" {said} "]
+    return ending[0] if len(ending) == 1 and named == ending else NO_ANSWER
 
 
 def _regex(text: str, pattern: str, group: int | None = None, select: str = "first") -> str:
@@ -225,7 +317,7 @@ def _regex(text: str, pattern: str, group: int | None = None, select: str = "fir
     return (value or "").strip() or NO_ANSWER
 
 
-def _step(text: str, step: str, answer: Answer) -> str:
+def _step(text: str, step: str, answer: Answer, prompt: str = "") -> str:
     if step == "answer_text":
         return answer_text(text)
     if step == "normalize":
@@ -235,11 +327,11 @@ def _step(text: str, step: str, answer: Answer) -> str:
     if step == "first_sentence":
         return _first_sentence(text)
     if step == "yes_no":
-        return _yes_no(text)
+        return _yes_no(text, prompt)
     if step == "number":
         return _number(text)
     if step == "option_letter":
-        return _option_letter(text, answer.letters)
+        return _option_letter(text, answer.letters, prompt)
     if step == "regex":
         assert answer.pattern is not None  # the spec model requires it with the step
         return _regex(text, answer.pattern, answer.group, answer.select)
@@ -249,7 +341,11 @@ def _step(text: str, step: str, answer: Answer) -> str:
 def extract(text: str, answer: Answer | None, prompt: str = "") -> str:
     """The answer ``answer.extract`` reads from ``text``, after the leading lines that echo
     ``prompt`` are dropped (``answer.drop_echo``, on by default); ``text`` itself without steps
-    (answers scored as they are: a task may ask to repeat or rewrite its prompt's text)."""
+    (answers scored as they are: a task may ask to repeat or rewrite its prompt's text). The
+    white space around it is removed first unless ``answer.strip`` is false (lm-eval compares
+    answers as written)."""
+    if answer is None or answer.strip:
+        text = text.strip()
     if answer is None or not answer.extract:
         return text
     if answer.drop_echo and prompt:
@@ -257,7 +353,7 @@ def extract(text: str, answer: Answer | None, prompt: str = "") -> str:
     for step in answer.extract:
         if text == NO_ANSWER:
             return NO_ANSWER
-        text = _step(text, step, answer)
+        text = _step(text, step, answer, prompt)
     return text
 
 
@@ -266,47 +362,101 @@ def extract_all(texts: Iterable[str], answer: Answer | None, prompt: str = "") -
 
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-_HEDGES = re.compile(r"\b(?:not|no|never|neither|nor|none|or|and|isnt|arent|wasnt|doesnt|dont|cannot)\b")
+_HEDGES = re.compile(r"\b(?:not|no|never|neither|nor|none|or|and|isnt|arent|wasnt|doesnt|dont|cannot|than|"
+                     r"except|instead|rather)\b")
+_LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+(?=\w)")
+_WH = frozenset({"what", "which", "who", "whom", "whose"})
 
 
-def _states(answer: str, target: str) -> bool:
-    """``short_answer``: the answer's first sentence, normalised, is the target, or is a plain
-    statement that ends with it ("The capital of Spain is Madrid.", "Bees make honey."); not a
-    question, and holding no negation or alternative ("not", "or", "and", "never"...), which could
-    make a statement that ends with the target say something else."""
-    sentence = _first_sentence(answer)
+def _states(answer: str, target: str, question: str = "") -> bool:
+    """``short_answer``: the answer's first sentence (a leading list mark "1." aside), normalised,
+    is the target, or is a plain statement that ends with it ("The capital of Spain is Madrid.",
+    "Bees make honey."); not a question, and holding no negation, alternative or comparison
+    ("not", "or", "and", "than"...), which could make a statement that ends with the target say
+    something else. Knowing the question (rules 5), also the target followed by words of the
+    question ("The Nile River." to "... the longest river ...", "100 degrees Celsius"), and the
+    target as the subject of the question's own predicate ("The heart pumps blood through the
+    body ..." to "What organ pumps blood through the body?")."""
+    line = _LIST_MARK.sub("", _first_line(answer), count=1)
+    found = _SENTENCE.match(line)
+    sentence = (found.group(1) if found else line).strip()
     said, wanted = normalize_answer(sentence), normalize_answer(target)
     if not said or not wanted:
         return False
     if said == wanted:
         return True
-    if sentence.rstrip().endswith("?") or not said.endswith(" " + wanted):
+    if sentence.rstrip().endswith("?") or _HEDGES.search(said.replace("\u2019", "")):
         return False
-    return _HEDGES.search(said.replace("\u2019", "")) is None
+    if said.endswith(" " + wanted):
+        return True
+    asked = normalize_answer(question).split()
+    return bool(asked) and (_ends_with_target(said, wanted, asked) or _subject_answer(said, wanted, asked))
 
 
-def lm_eval_exact(text: str) -> str:
-    """What lm-eval 0.4's ``exact_match`` compares under ``ignore_case`` and
-    ``ignore_punctuation`` (Hugging Face evaluate's exact_match): lower case, ``string.punctuation``
-    removed; nothing stripped."""
-    return text.lower().translate(_PUNCTUATION)
+def _ends_with_target(said: str, wanted: str, asked: list[str]) -> bool:
+    """The statement ends with the target once the words of the question after it are dropped."""
+    words, spare = said.split(), set(asked) - set(wanted.split())
+    while words and words[-1] in spare:
+        words.pop()
+    rest = " ".join(words)
+    return rest == wanted or rest.endswith(" " + wanted)
+
+
+def _subject_answer(said: str, wanted: str, asked: list[str]) -> bool:
+    """The target, then the whole predicate of a "who/what (noun) ..." question, word for word."""
+    if asked[0] not in _WH or not said.startswith(wanted + " "):
+        return False
+    rest = said[len(wanted) + 1:].split()
+    return any(len(asked) - cut >= 2 and rest[:len(asked) - cut] == asked[cut:] for cut in (1, 2))
+
+
+_DIGITS = str.maketrans("", "", string.digits)
+LM_EVAL_DEFAULT = LmEvalExact(rule="lm_eval_exact")
+"""``correct = "lm_eval_exact"``: ignore_case and ignore_punctuation, no regexes."""
+
+
+def lm_eval_exact(text: str, rule: LmEvalExact = LM_EVAL_DEFAULT) -> str:
+    """What lm-eval 0.4's ``exact_match`` compares (``exact_match_hf_evaluate``, Hugging Face
+    evaluate's exact_match): each of ``regexes_to_ignore`` removed in turn, then lower case,
+    ``string.punctuation`` and digits removed as ``rule`` asks; nothing stripped."""
+    for pattern in rule.regexes_to_ignore:
+        text = re.sub(pattern, "", text)
+    if rule.ignore_case:
+        text = text.lower()
+    if rule.ignore_punctuation:
+        text = text.translate(_PUNCTUATION)
+    if rule.ignore_numbers:
+        text = text.translate(_DIGITS)
+    return text
+
+
+def as_rule(how: Any) -> str | LmEvalExact:
+    """A ``correct`` rule as a metric holds it, or as spec.json writes it (a table: a dict)."""
+    return LmEvalExact.model_validate(how) if isinstance(how, dict) else how
 
 
 def _has_words(answer: str, target: str) -> bool:
     return f" {target} " in f" {answer} " if target else False
 
 
-def is_correct(answer: str, targets: Sequence[str], how: str = "normalized") -> bool:
-    """Whether ``answer`` is right for any of ``targets`` under the rule ``how`` (see above)."""
+def is_correct(answer: str, targets: Sequence[str], how: str | LmEvalExact | dict[str, Any] = "normalized",
+               prompt: str = "") -> bool:
+    """Whether ``answer`` is right for any of ``targets`` under the rule ``how`` (see above);
+    ``short_answer`` also reads the question of ``prompt`` (the item's prompt)."""
     if not answer.strip():
         return False
+    how = as_rule(how)
+    if isinstance(how, LmEvalExact):
+        said = lm_eval_exact(answer, how)
+        return any(t.strip() and said == lm_eval_exact(t, how) for t in targets)
     if how == "substring":
         lowered = answer.lower()
         return any(t.strip() and t.lower() in lowered for t in targets)
     if how == "exact":
         return any(t.strip() and answer.strip().lower() == t.strip().lower() for t in targets)
     if how == "short_answer":
-        return any(_states(answer, t) for t in targets)
+        question = question_of(prompt)
+        return any(_states(answer, t, question) for t in targets)
     if how == "lm_eval_exact":
         return any(t.strip() and lm_eval_exact(answer) == lm_eval_exact(t) for t in targets)
     normalized = normalize_answer(answer)
@@ -317,6 +467,8 @@ def is_correct(answer: str, targets: Sequence[str], how: str = "normalized") -> 
 
 def describe(answer: Answer | None) -> str | None:
     """A report's line for the extraction in force, or None without one."""
+    if answer is not None and not answer.strip and not answer.extract:
+        return "Answers read as written: white space kept ([answer].strip = false)."
     if answer is None or not answer.extract:
         return None
     steps = " -> ".join(answer.extract)
@@ -325,11 +477,20 @@ def describe(answer: Answer | None) -> str | None:
         extra.append(f"pattern {answer.pattern!r}")
     if "option_letter" in answer.extract:
         extra.append(f"letters {answer.letters}")
+    if answer.kind is not None:
+        extra.append(f"answer kind {answer.kind}")
+    if not answer.strip:
+        extra.append("white space kept")
     return f"Answers read by [answer].extract: {steps}" + (f" ({', '.join(extra)})" if extra else "") + "."
 
 
-def correctness_note(how: str, target: Any) -> str:
+def correctness_note(how: Any, target: Any) -> str:
     """How a metric decided correctness, named (substring says it is the paper's lenient rule)."""
+    how = as_rule(how)
+    if isinstance(how, LmEvalExact):
+        flags = [name for name in ("ignore_case", "ignore_punctuation", "ignore_numbers") if getattr(how, name)]
+        regexes = f", regexes_to_ignore {how.regexes_to_ignore}" if how.regexes_to_ignore else ""
+        return f"correctness: lm-eval's exact_match ({', '.join(flags) or 'as written'}{regexes}) with {target!r}"
     rules = {"normalized": "normalized exact match", "exact": "exact match (case-insensitive)",
              "lm_eval_exact": "lm-eval's exact_match (ignore_case, ignore_punctuation)",
              "short_answer": "the first sentence is the target, or a plain statement ending with it",

@@ -21,7 +21,7 @@ from benchc.compiler.canonical import digest
 from benchc.compiler.metrics import METRIC_SCHEMAS
 from benchc.compiler.spec.models import Answer
 
-RULES_VERSION = 4
+RULES_VERSION = 5
 """1: benchc 0.1.0 as first released (unversioned scores). 2: identical inputs have similarity
 exactly 1, float64 cosines and fsum means, paper artifacts rounded to their printed digits.
 3: an answer that is only articles keeps its words when normalised ("A" is option A, not "").
@@ -29,7 +29,13 @@ exactly 1, float64 cosines and fsum means, paper artifacts rounded to their prin
 first_line, first_sentence, yes_no, number and option_letter read the answer without markdown and
 "Answer:" labels; yes_no and option_letter read no answer from a hedge, two letters or an echoed
 instruction or option list; regex takes the first group that matched, stripped, and can take
-the last match; the answer_text step and the lm_eval_exact rule."""
+the last match; the answer_text step and the lm_eval_exact rule.
+5: answers read knowing their question (issue 25): short_answer takes the target followed by words of
+the question ("The Nile River.") and the target as the subject of the question's predicate, after a
+list mark, and reads no comparison ("than") as a statement of the target; yes_no reads an answer that
+restates the question ("Gold is a metal." -> yes); option_letter reads the option's text ("Tokyo"),
+and an answer's first line alone when the whole names several letters; lm_eval_exact as a table of
+lm-eval's flags (regexes_to_ignore, ignore_numbers); general.wer, general.cer and general.direction."""
 
 CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring")
 EXTRACTION_STEPS = ("answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
@@ -53,6 +59,22 @@ PROBES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Paris.", ("paris",)), ("The capital of Spain is Madrid.", ("Madrid",)), ("It is not Madrid.", ("Madrid",)),
     ("7+5=12", ("12",)),
 )
+# rules 5: (answer, targets, the item's prompt): readings that need the question (issue 25)
+PROMPTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("The Nile River.", ("Nile",), "What is the longest river in Africa?"),
+    ("100 degrees Celsius", ("100",), "What is the boiling point of water in degrees Celsius?"),
+    ("1. The heart pumps blood through the body.", ("heart",), "What organ pumps blood through the body?"),
+    ("London is bigger than Paris.", ("Paris",), "Which is bigger, London or Paris?"),
+    ("Gold is a metal.", ("yes",), "Is gold a metal?\nAnswer yes or no."),
+    ("Gold is not a metal.", ("no",), "Is gold a metal?\nAnswer yes or no."),
+    ("Gold is a metal or a rock.", ("yes",), "Is gold a metal?\nAnswer yes or no."),
+    (" Tokyo\nAnswer: Beijing", ("A",), "Capital of Japan?\nA. Tokyo\nB. Beijing\nAnswer with the letter."),
+    ("Hot is the opposite of cold.", ("B",), "Opposite of hot?\nA. Warm\nB. Cold\nAnswer with the letter."),
+    ("A. Blue\nB. Green", ("A",), "Sky colour?\nA. Blue\nB. Green\nAnswer with the letter."),
+)
+LM_EVAL_FLAGS = {"rule": "lm_eval_exact", "ignore_case": True, "ignore_punctuation": False,
+                 "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"]}
+"""lm-eval's gsm8k.yaml exact_match flags: a probe of the table form of ``correct``."""
 
 
 def _metric_defaults() -> dict[str, dict[str, Any]]:
@@ -85,6 +107,10 @@ def _verdicts() -> dict[str, list[Any]]:
     for step in EXTRACTION_STEPS:
         answer = Answer(extract=[step], pattern=PROBE_PATTERN if step == "regex" else None)
         out[f"extract:{step}"] = [extract(a, answer) for a, _ in PROBES]
+    out["prompted:short_answer"] = [is_correct(a, list(t), "short_answer", p) for a, t, p in PROMPTED]
+    for step in ("yes_no", "option_letter"):
+        out[f"prompted:extract:{step}"] = [extract(a, Answer(extract=[step]), p) for a, _, p in PROMPTED]
+    out["lm_eval_exact:gsm8k"] = [is_correct(a, list(t), LM_EVAL_FLAGS) for a, t in PROBES]
     return out
 
 

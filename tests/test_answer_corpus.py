@@ -16,8 +16,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import answer_rules  # noqa: E402
 
 ROWS = answer_rules.load(answer_rules.CORPUS)
-# kind -> (answers, right by hand, missed by the default rule), measured 2026-12-04 (rules 4)
-MEASURED = {"short": (186, 37, 4), "yes_no": (120, 23, 5), "number": (90, 7, 0), "letter": (90, 5, 4)}
+# kind -> (answers, right by hand, missed by the default rule), measured 2026-12-06 (rules 5; rules 4 missed
+# 4, 5, 0 and 4: "The Nile River.", implied yes/no such as "Gold is a metal.", option texts such as "Tokyo")
+MEASURED = {"short": (186, 37, 1), "yes_no": (120, 23, 1), "number": (90, 7, 0), "letter": (90, 5, 0)}
+MISS_TARGET = 0.05
+"""The most a default may miss of the right answers of a kind (issue 25)."""
 
 
 def test_the_corpus_is_what_its_readme_says() -> None:
@@ -31,6 +34,7 @@ def test_no_default_rule_counts_a_wrong_answer_right(kind: str) -> None:
     found = answer_rules.measure([r for r in ROWS if r["kind"] == kind], rule)
     assert found["false_right"] == 0, found["false_right_ids"]
     assert (found["answers"], found["right"], found["missed"]) == MEASURED[kind], found["missed_ids"]
+    assert found["missed"] <= MISS_TARGET * found["right"]
 
 
 def test_the_lenient_rule_is_lenient_on_real_answers() -> None:

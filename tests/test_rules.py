@@ -18,7 +18,8 @@ from benchc.compiler.similarity import IDENTICAL, cosine, fmean, row_cosines
 # identical inputs changed: bump RULES_VERSION, add its digest, and say what changed in CHANGELOG.md.
 RULES_GOLDEN = {2: "1486ae402657f6530905e49bc58cf1a088b9698731dad6087c0a73a2002da26e",
                 3: "13893a4b70da9406b4657349846c35364569745aac6c335a28725f05a557de69",
-                4: "8e2577e730fb262a319baac3ee8ab53bf090f24727ce0eecf8d7dc8268711456"}
+                4: "8e2577e730fb262a319baac3ee8ab53bf090f24727ce0eecf8d7dc8268711456",
+                5: "77c0165efff563e0283aef38a287c3eda4c97bf84c33e30c930dc95038f0c4b1"}
 
 
 def test_the_rules_version_is_pinned_to_what_the_rules_do() -> None:
@@ -37,7 +38,7 @@ def test_a_changed_default_or_rule_changes_the_fingerprint(change: str, monkeypa
     elif change == "answer rule":
         from benchc.runtime import answers
         real = answers.is_correct
-        monkeypatch.setattr(answers, "is_correct", lambda a, t, how="normalized": real(a, t, "substring"))
+        monkeypatch.setattr(answers, "is_correct", lambda a, t, how="normalized", prompt="": real(a, t, "substring"))
     else:
         from benchc.runtime import answers
         monkeypatch.setattr(answers, "_first_line", lambda text: text.strip())
@@ -46,7 +47,7 @@ def test_a_changed_default_or_rule_changes_the_fingerprint(change: str, monkeypa
 
 def test_a_rules_difference_is_named() -> None:
     assert rules_change(RULES_VERSION) is None
-    assert "rules version 1 (unversioned: benchc 0.1.0), scored now under 4" in str(rules_change(None))
+    assert "rules version 1 (unversioned: benchc 0.1.0), scored now under 5" in str(rules_change(None))
     same, old = {"rules": 2}, {"rules": 1}
     assert _rules_note(same, same) is None and _rules_note({"rules": None}, same) is None
     assert "different scoring-rules versions (A 1, B 2)" in str(_rules_note(old, same))
