@@ -35,7 +35,9 @@ the question ("The Nile River.") and the target as the subject of the question's
 list mark, and reads no comparison ("than") as a statement of the target; yes_no reads an answer that
 restates the question ("Gold is a metal." -> yes); option_letter reads the option's text ("Tokyo"),
 and an answer's first line alone when the whole names several letters; lm_eval_exact as a table of
-lm-eval's flags (regexes_to_ignore, ignore_numbers); general.wer, general.cer and general.direction."""
+lm-eval's flags (regexes_to_ignore, ignore_numbers); number reads GSM8K's "#### N" final answer; a relative
+clause is no statement of the target; special tokens a server leaves ("<start_of_image>") are no text;
+general.wer, general.cer and general.direction."""
 
 CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring")
 EXTRACTION_STEPS = ("answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
@@ -71,6 +73,11 @@ PROMPTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (" Tokyo\nAnswer: Beijing", ("A",), "Capital of Japan?\nA. Tokyo\nB. Beijing\nAnswer with the letter."),
     ("Hot is the opposite of cold.", ("B",), "Opposite of hot?\nA. Warm\nB. Cold\nAnswer with the letter."),
     ("A. Blue\nB. Green", ("A",), "Sky colour?\nA. Blue\nB. Green\nAnswer with the letter."),
+    ("The largest ocean is the Mariana Trench, which is in the Pacific Ocean.", ("Pacific Ocean",),
+     "What is the largest ocean on Earth?"),
+    ("<start_of_image>The Mona Lisa was painted by<start_of_image>Leonardo da Vinci.", ("Leonardo da Vinci",),
+     "Who painted the Mona Lisa?"),
+    ("6 rows = <<6*5=30>>30 desks.\nIn total 15 desks.\n#### 15", ("30",), "How many desks?"),
 )
 LM_EVAL_FLAGS = {"rule": "lm_eval_exact", "ignore_case": True, "ignore_punctuation": False,
                  "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"]}
@@ -108,7 +115,7 @@ def _verdicts() -> dict[str, list[Any]]:
         answer = Answer(extract=[step], pattern=PROBE_PATTERN if step == "regex" else None)
         out[f"extract:{step}"] = [extract(a, answer) for a, _ in PROBES]
     out["prompted:short_answer"] = [is_correct(a, list(t), "short_answer", p) for a, t, p in PROMPTED]
-    for step in ("yes_no", "option_letter"):
+    for step in ("yes_no", "option_letter", "number"):
         out[f"prompted:extract:{step}"] = [extract(a, Answer(extract=[step]), p) for a, _, p in PROMPTED]
     out["lm_eval_exact:gsm8k"] = [is_correct(a, list(t), LM_EVAL_FLAGS) for a, t in PROBES]
     return out

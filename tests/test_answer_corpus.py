@@ -41,3 +41,19 @@ def test_the_lenient_rule_is_lenient_on_real_answers() -> None:
     # why `word` is never a default: 19 wrong answers of 186 count right ("Italy is the capital of Italy.")
     [word] = [r for r in answer_rules.RULES["short"] if r.correct == "word"]
     assert answer_rules.measure([r for r in ROWS if r["kind"] == "short"], word)["false_right"] == 19
+
+
+# Held out: answers the rules of rules 5 were not written against (tests/fixtures/peers: Gemma 3 270M
+# through lm-eval 0.4.13, lmms-eval 0.7.3 and inspect-ai, labelled by hand; to_corpus.py makes the file).
+PEERS = answer_rules.load(ROOT / "tests" / "fixtures" / "peers")
+HELD_OUT = {"short": (75, 25, 4), "number": (20, 1, 0)}
+"""kind -> (answers, right by hand, missed): the short misses state the target in a later sentence
+("Egypt is a country in the Middle East. It has a capital city, known as Cairo.") or with a unit
+("0°C"); measured 2026-12-06."""
+
+
+@pytest.mark.parametrize("kind", list(HELD_OUT))
+def test_no_default_rule_counts_a_wrong_answer_right_on_held_out_answers(kind: str) -> None:
+    found = answer_rules.measure([r for r in PEERS if r["kind"] == kind], answer_rules.kind_rule(kind))
+    assert found["false_right"] == 0, found["false_right_ids"]
+    assert (found["answers"], found["right"], found["missed"]) == HELD_OUT[kind], found["missed_ids"]
