@@ -383,25 +383,51 @@ _WH = frozenset({"what", "which", "who", "whom", "whose"})
 def _states(answer: str, target: str, question: str = "") -> bool:
     """``short_answer``: the answer's first sentence (a leading list mark "1." aside), normalised,
     is the target, or is a plain statement that ends with it ("The capital of Spain is Madrid.",
-    "Bees make honey."); not a question, and holding no negation, alternative or comparison
-    ("not", "or", "and", "than"...), which could make a statement that ends with the target say
-    something else. Knowing the question (rules 5), also the target followed by words of the
-    question ("The Nile River." to "... the longest river ...", "100 degrees Celsius"), and the
-    target as the subject of the question's own predicate ("The heart pumps blood through the
-    body ..." to "What organ pumps blood through the body?")."""
+    "Bees make honey."); not a question, and holding no negation, alternative, comparison or
+    relative clause ("not", "or", "and", "than", "which"...), which could make a statement that
+    ends with the target say something else. Knowing the question (rules 5), also the target
+    followed by words of the question or a date ("The Nile River." to "... the longest river
+    ...", "100 degrees Celsius", "... by Leonardo da Vinci in 1508."), the target as the subject
+    of the question's own predicate ("The heart pumps blood through the body ..." to "What organ
+    pumps blood through the body?"), and a later sentence of the first line when the ones before
+    it do not try to answer (they lack a content word of the question and have over three words:
+    "Egypt is a country in the Middle East. It has a capital city, known as Cairo.")."""
     line = _LIST_MARK.sub("", _first_line(answer), count=1)
-    found = _SENTENCE.match(line)
-    sentence = (found.group(1) if found else line).strip()
-    said, wanted = normalize_answer(sentence), normalize_answer(target)
-    if not said or not wanted:
-        return False
+    wanted = normalize_answer(target)
+    asked = normalize_answer(question).split()
+    content = _content_words(question) if question else set()
+    for sentence in _SENTENCE_PARTS.findall(line)[:3] or [line]:
+        said = normalize_answer(_UNITS.sub(_spell_unit, sentence))
+        if not said or not wanted:
+            return False
+        if _sentence_states(sentence, said, wanted, asked):
+            return True
+        tried = not content or not said.split() or len(said.split()) <= 3 or content <= set(said.split())
+        if tried or sentence.rstrip().endswith("?") or _HEDGES.search(said.replace("\u2019", "")):
+            return False
+    return False
+
+
+_SENTENCE_PARTS = re.compile(r"\S.*?(?:[.!?](?=\s|$)|$)")
+_UNITS = re.compile(r"(\d)\s*°\s*([CF])?\b")
+_DATED = re.compile(r"\s(?:in|on|at|around|since|during|circa|about)\s(?:the\s)?(?:year\s)?\d[\d,]*$")
+
+
+def _spell_unit(found: re.Match[str]) -> str:
+    """"0°C" as "0 degrees Celsius": the words a question about temperatures uses."""
+    unit = {"C": " celsius", "F": " fahrenheit"}.get(found.group(2) or "", "")
+    return f"{found.group(1)} degrees{unit}"
+
+
+def _sentence_states(sentence: str, said: str, wanted: str, asked: list[str]) -> bool:
+    """Whether one sentence (``said``: normalised) is the target or states it (see ``_states``)."""
     if said == wanted:
         return True
     if sentence.rstrip().endswith("?") or _HEDGES.search(said.replace("\u2019", "")):
         return False
-    if said.endswith(" " + wanted):
+    said = _DATED.sub("", said)
+    if said == wanted or said.endswith(" " + wanted):
         return True
-    asked = normalize_answer(question).split()
     return bool(asked) and (_ends_with_target(said, wanted, asked) or _subject_answer(said, wanted, asked))
 
 
@@ -479,8 +505,10 @@ def is_correct(answer: str, targets: Sequence[str], how: str | LmEvalExact | dic
 
 def describe(answer: Answer | None) -> str | None:
     """A report's line for the extraction in force, or None without one."""
-    if answer is not None and not answer.strip and not answer.extract:
-        return "Answers read as written: white space kept ([answer].strip = false)."
+    if answer is not None and not answer.extract and (answer.kind or not answer.strip):
+        kind = f"as {answer.kind} answers ([answer].kind)" if answer.kind else "as written"
+        kept = ", white space kept ([answer].strip = false)" if not answer.strip else ""
+        return f"Answers read {kind}{kept}."
     if answer is None or not answer.extract:
         return None
     steps = " -> ".join(answer.extract)
@@ -505,7 +533,8 @@ def correctness_note(how: Any, target: Any) -> str:
         return f"correctness: lm-eval's exact_match ({', '.join(flags) or 'as written'}{regexes}) with {target!r}"
     rules = {"normalized": "normalized exact match", "exact": "exact match (case-insensitive)",
              "lm_eval_exact": "lm-eval's exact_match (ignore_case, ignore_punctuation)",
-             "short_answer": "the first sentence is the target, or a plain statement ending with it",
+             "short_answer": "short answer (the first sentence that tries to answer is the target, or states it "
+                             "plainly, read with the question)",
              "word": "whole-word match of the normalized target",
              "substring": "SUBSTRING match (lenient paper rule: 'no' matches 'not')"}
     return f"correctness: {rules.get(how, how)} with {target!r}"

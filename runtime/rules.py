@@ -37,6 +37,8 @@ restates the question ("Gold is a metal." -> yes); option_letter reads the optio
 and an answer's first line alone when the whole names several letters; lm_eval_exact as a table of
 lm-eval's flags (regexes_to_ignore, ignore_numbers); number reads GSM8K's "#### N" final answer; a relative
 clause is no statement of the target; special tokens a server leaves ("<start_of_image>") are no text;
+short_answer reads a later sentence of the first line when the ones before it do not try to answer, a date
+after the target ("... da Vinci in 1508.") and "0°C" as "0 degrees Celsius";
 general.wer, general.cer and general.direction."""
 
 CORRECTNESS_RULES = ("normalized", "exact", "lm_eval_exact", "short_answer", "word", "substring")
@@ -78,6 +80,11 @@ PROMPTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("<start_of_image>The Mona Lisa was painted by<start_of_image>Leonardo da Vinci.", ("Leonardo da Vinci",),
      "Who painted the Mona Lisa?"),
     ("6 rows = <<6*5=30>>30 desks.\nIn total 15 desks.\n#### 15", ("30",), "How many desks?"),
+    ("Egypt is a country in Africa. It has a capital city, known as Cairo.", ("Cairo",),
+     "What is the capital of Egypt?"),
+    ("Rome. The capital of France is Paris.", ("Paris",), "What is the capital of France?"),
+    ("It was painted by Leonardo da Vinci in 1508.", ("Leonardo da Vinci",), "Who painted the Mona Lisa?"),
+    ("Water freezes at 0°C.", ("0",), "What is the freezing point of water in degrees Celsius?"),
 )
 LM_EVAL_FLAGS = {"rule": "lm_eval_exact", "ignore_case": True, "ignore_punctuation": False,
                  "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"]}
