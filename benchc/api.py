@@ -199,13 +199,15 @@ def _compile_bar(enabled: bool) -> Iterator[Callable[[str, int, int], None] | No
 def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = None,
         cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE, workers: int = 1,
         backends: dict[str, str] | None = None, progress: bool = True, text_only: bool = False,
-        executor: str = "local", ray_address: str | None = None) -> list[Any]:
+        executor: str = "local", ray_address: str | None = None, verify: int = 0) -> list[Any]:
+    """``verify``: ask that many answered requests again after the run and count those whose
+    answer differs (run.json's ``verify``; runtime/verify.py)."""
     from .runtime.executor import ExecutorChoice
     from .runtime.run import RunOptions, run_manifest
 
     options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir), workers=workers,
                          backends=dict(backends or {}), progress=progress, text_only=text_only,
-                         executor=ExecutorChoice(executor, ray_address))
+                         executor=ExecutorChoice(executor, ray_address), verify=verify)
     return run_manifest(Path(manifest_dir), Path(run_dir), options)
 
 
@@ -322,7 +324,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
              workers: int = 1, overrides: list[str] | None = None, progress: bool = True,
              data_roots: list[Path] | None = None, backends: dict[str, str] | None = None,
              text_only: bool = False, executor: str = "local", ray_address: str | None = None,
-             check_version: bool = True) -> Evaluation:
+             check_version: bool = True, verify: int = 0) -> Evaluation:
     """compile + run + score + report in one call. ``backends`` (stage id -> backend) and the
     executor are checked before anything is compiled."""
     from .runtime.executor import ExecutorChoice
@@ -338,7 +340,7 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
                        check_version=check_version)
     run(manifest.manifest_dir, out / "run", model=model, cache_dir=cache_dir, store_dir=store_dir,
         workers=workers, progress=progress, backends=backends, text_only=text_only, executor=executor,
-        ray_address=ray_address)
+        ray_address=ray_address, verify=verify)
     scores = score(out / "run", cache_dir=cache_dir, store_dir=store_dir)
     return Evaluation(manifest.manifest_dir, out / "run",
                       report(out / "run", cache_dir=cache_dir, store_dir=store_dir), scores)

@@ -45,6 +45,9 @@ TextOnlyOpt = Annotated[bool, typer.Option(
     "--text-only", help="leave the images out of every request (an LLM-only ablation, as MERLIM's)")]
 ExecutorOpt = Annotated[str, typer.Option(
     "--executor", help="local, or ray: each of --workers Ray actors holds one backend (one GPU each on CUDA)")]
+VerifyOpt = Annotated[int, typer.Option(
+    "--verify", min=0, metavar="N", help="after the run, ask N answered requests again (a seeded choice) and "
+                                         "report how many answers differ (run.json, the report; a warning)")]
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", help="a running Ray cluster (HOST:PORT) for --executor ray; default: start a local one")]
 
@@ -235,7 +238,7 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
         backend: BackendOpt = None,
         cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE, workers: WorkersOpt = 1,
         text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
-        ray_address: RayAddressOpt = None,
+        ray_address: RayAddressOpt = None, verify: VerifyOpt = 0,
         plan: Annotated[bool, typer.Option("--plan", help="only say how many requests are cached and how "
                                                           "many would run, per stage and backend")] = False,
         fmt: OutputFormat = "text") -> None:
@@ -259,13 +262,26 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
     log.info("run %s -> %s (model %s, cache %s, store %s, %d worker(s), executor %s)", manifest, out, model,
              cache, store, workers, executor)
     outcomes = api.run(manifest, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
-                       backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address)
+                       backends=overrides, text_only=text_only, executor=executor, ray_address=ray_address,
+                       verify=verify)
+    verified = _verified(out) if verify else None
     if fmt == "json":
-        echo_json({"run": out, "stages": outcomes})
+        echo_json({"run": out, "stages": outcomes, **({"verify": verified} if verified else {})})
         return
     for outcome in outcomes:
         typer.echo(f"{outcome.stage}: {outcome.requests} requests to {outcome.backend} "
                    f"({outcome.cached} cached, {outcome.ran} run)")
+    if verified:
+        typer.echo(f"verify: {verified['differ']} of {verified['asked']} re-asked request(s) answered otherwise "
+                   "than stored")
+
+
+def _verified(run_dir: Path) -> dict[str, Any] | None:
+    """run.json's ``verify`` record of the run just written."""
+    from .runtime.runfolder import read_run_record
+
+    record = read_run_record(run_dir).verify
+    return record.to_json() if record is not None else None
 
 
 SCORE_FORMATS = ("benchc", "lm-eval", "json")
@@ -366,7 +382,7 @@ def evaluate(spec: SpecArg,
              workers: WorkersOpt = 1, data_root: RootOpt = None, backend: BackendOpt = None,
              text_only: TextOnlyOpt = False, executor: ExecutorOpt = "local",
              ray_address: RayAddressOpt = None, no_version_check: NoVersionCheckOpt = False,
-             fmt: OutputFormat = "text") -> None:
+             verify: VerifyOpt = 0, fmt: OutputFormat = "text") -> None:
     """compile + run + score + report in one command."""
     from . import api
 
@@ -374,7 +390,7 @@ def evaluate(spec: SpecArg,
     result = api.evaluate(spec, out, model=model, cache_dir=cache, store_dir=store, workers=workers,
                           overrides=set_, data_roots=data_root, backends=api.parse_backends(backend or []),
                           text_only=text_only, executor=executor, ray_address=ray_address,
-                          check_version=not no_version_check)
+                          check_version=not no_version_check, verify=verify)
     if fmt == "json":
         echo_json({"manifest": result.manifest_dir, "run": result.run_dir, "report": result.report_path,
                    "scores": result.scores})

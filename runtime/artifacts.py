@@ -33,6 +33,26 @@ class StageRecord(Artifact):
     missing: int | None = None
 
 
+class VerifyRecord(Artifact):
+    """``benchc run --verify N``: answered requests asked again (a seeded choice of N), the new
+    answers kept beside the stored ones (the store's ``verify`` table), and how many differ."""
+
+    requested: int = Field(description="N, as asked for")
+    asked: int = Field(description="requests asked again (N, or every answered request when there are fewer)")
+    failed: int = Field(description="of those, requests the backend did not answer this time")
+    differ: int = Field(description="of those answered, answers that differ from the stored ones")
+    keys: list[str] = Field(description="the request keys whose new answer differs")
+
+    def summary(self) -> str:
+        """One line: how many of the re-asked answers differ (the report and the run's warning)."""
+        failed = f" ({self.failed} not answered this time)" if self.failed else ""
+        line = f"{self.differ} of {self.asked} re-asked request(s) answered otherwise than stored{failed}"
+        if self.differ:
+            line += (": the model (or its server) is not deterministic at these settings; the new answers are in "
+                     "the store's verify table, the keys in run.json")
+        return line
+
+
 class RunRecord(Artifact):
     """``run.json``: the manifest a run was made from (absolute path and digest), the sha256 of
     its ``responses.parquet`` and what answered each stage. ``benchc import`` writes ``imported``
@@ -53,6 +73,9 @@ class RunRecord(Artifact):
     text_only: bool | None = None
     executor: str | None = None
     imported: dict[str, Any] | None = None
+    served: dict[str, dict[str, Any]] | None = Field(
+        None, description="stage -> what its backend's server said about the model, when a request was sent")
+    verify: VerifyRecord | None = None
     responses_sha256: str
 
     def backend_of(self) -> dict[str, str]:

@@ -229,6 +229,7 @@ def execute(backend: Backend, requests: list[Request], store: ResponseStore, med
     if not requests:
         return 0
     strategy = executor.strategy(workers)
+    backend.before_requests()  # here, in this process: what it learns goes into run.json
     # no terminal (a CI log, nohup): a plain line at most every 10 s instead of the bar
     tty = sys.stderr.isatty()
     plain = PlainProgress(sys.stderr, prefix="run", unit="requests") if show_progress and not tty else None

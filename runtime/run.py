@@ -3,10 +3,12 @@
 Stages run in waves: a later stage's requests are built from the earlier stage's responses
 (speech -> transcript). The run folder gets ``responses.parquet`` (item, stage, sample, request
 key, answer) and ``run.json`` (the run record: manifest path and digest, model, backend
-fingerprints, counts, times), which is the only place volatile facts such as timestamps are
-kept. Both are published together (see ``runfolder``). Everything a run can refuse (backend
-overrides, backends and their options, the output folder, the store, the compile cache) is
-checked before the first request.
+fingerprints, counts, times; what a backend's server said about its model, ``served``, when
+requests were sent; with ``--verify N``, how many answers asked again differ: ``verify``), which
+is the only place volatile facts such as timestamps are kept. Both are published together
+(see ``runfolder``). Everything a run can refuse (backend overrides, backends and their options,
+the output folder, the store, the compile cache) is checked before the first request; a server
+is asked about its model only once a request must be sent (``Backend.before_requests``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .overrides import check_backend_overrides
 from .settings import backend_for, setting_groups
 from .runfolder import RESPONSES_FILE, RUN_FILE, check_run_dir, manifest_items, open_manifest, write_run_folder
 from .store import ResponseStore, StoredResponse
+from .verify import verify_answers
 
 __all__ = ["RESPONSES_FILE", "RUN_FILE", "RunOptions", "StageOutcome", "run_manifest"]
 
@@ -48,6 +51,7 @@ class RunOptions:
     progress: bool = True
     text_only: bool = False  # leave images out of every request (an LLM-only ablation)
     executor: ExecutorChoice = LOCAL  # local, or ray (--executor)
+    verify: int = 0  # --verify N: ask N answered requests again and count those that differ (runtime/verify.py)
 
 
 @dataclass(frozen=True)
@@ -180,28 +184,42 @@ def run_manifest(manifest_dir: Path, run_dir: Path, options: RunOptions) -> list
         for backend in backends.values():
             backend.prepare()
         started = time.time()
-        outcomes, rows = _run_stages(spec, items, backends, store, media, options)
+        outcomes, rows, asked = _run_stages(spec, items, backends, store, media, options)
+        verified = verify_answers(asked, store, media, options.verify) if options.verify > 0 else None
     finally:
         store.close()
-    _write_run(run_dir, manifest, options, backends, outcomes, rows, started)
+    extra = {"served": served} if (served := _served(backends)) else {}
+    if verified is not None:
+        extra["verify"] = verified.to_json()
+    _write_run(run_dir, manifest, options, backends, outcomes, rows, started, extra)
     return outcomes
 
 
+def _served(backends: dict[str, Backend]) -> dict[str, dict[str, Any]]:
+    """stage -> what its backend's server said (only backends that asked one this run)."""
+    return {sid: record for sid, b in backends.items() if (record := b.served()) is not None}
+
+
+Asked = dict[str, tuple[Backend, Request]]
+"""request key -> the backend that answers it and the request (what ``--verify`` asks again)."""
+
+
 def _run_stages(spec: Spec, items: pl.DataFrame, backends: dict[str, Backend], store: ResponseStore,
-                media: MediaSource, options: RunOptions) -> tuple[list[StageOutcome], list[dict[str, Any]]]:
-    outcomes, rows = [], []
+                media: MediaSource, options: RunOptions) -> tuple[list[StageOutcome], list[dict[str, Any]], Asked]:
+    outcomes, rows, asked = [], [], {}
     answers_by_stage: dict[str, dict] = {}
     for stage in spec.stage:
         previous = None if stage.input == "prompt" else answers_by_stage[stage.input]
-        outcome, answers = _run_stage(stage, spec, items, backends[stage.id], store, media, options, previous)
+        outcome, answers = _run_stage(stage, spec, items, backends[stage.id], store, media, options, previous, asked)
         outcomes.append(outcome)
         rows += [_row(item_id, sample, stage.id, answer) for (item_id, sample), answer in answers.items()]
         answers_by_stage[stage.id] = answers
-    return outcomes, rows
+    return outcomes, rows, asked
 
 
 def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, store: ResponseStore,
-               media: MediaSource, options: RunOptions, previous) -> tuple[StageOutcome, dict]:
+               media: MediaSource, options: RunOptions, previous, asked: Asked) -> tuple[StageOutcome, dict]:
+    """``asked`` gains each request of the stage with the backend that answers it."""
     requests: dict[tuple[str, int], Request] = {}
     ran = 0
     for answering, part in stage_requests(stage, spec, items, backend, previous, options.text_only):
@@ -212,6 +230,7 @@ def _run_stage(stage: Stage, spec: Spec, items: pl.DataFrame, backend: Backend, 
         ran += execute(answering, [pending[k] for k in missing], store, media, options.workers,
                        f"{stage.id} ({backend.spec})", options.progress, options.executor)
         requests.update(part)
+        asked.update((r.key, (answering, r)) for r in part.values())
     unique = {r.key: r for r in requests.values()}
     stored = store.get_many(unique)
     lost = [k for k in unique if k not in stored]
@@ -232,7 +251,9 @@ RESPONSE_SCHEMA = {"item_id": pl.String, "stage": pl.String, "sample": pl.Int64,
 
 
 def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends: dict[str, Backend],
-               outcomes: list[StageOutcome], rows: list[dict[str, Any]], started: float) -> None:
+               outcomes: list[StageOutcome], rows: list[dict[str, Any]], started: float,
+               extra: dict[str, Any]) -> None:
+    """``extra``: run.json's optional keys (``served``, ``verify``), absent when empty."""
     frame = pl.DataFrame(rows, schema=RESPONSE_SCHEMA, orient="row").sort("item_id", "stage", "sample")
     record = {
         "benchc": __version__,
@@ -247,5 +268,6 @@ def _write_run(run_dir: Path, manifest: Manifest, options: RunOptions, backends:
         "workers": options.workers,
         "text_only": options.text_only,
         "executor": options.executor.kind,
+        **extra,
     }
     write_run_folder(Path(run_dir), frame, record)

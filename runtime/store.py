@@ -145,6 +145,22 @@ class ResponseStore:
         except (OSError, sqlite3.Error) as exc:  # a full disk, a lock held past the timeout
             raise self._failed("write to", exc) from None
 
+    def put_verify(self, backend: str, entries: list[tuple[str, str, str | None, bytes | None]]) -> list[str | None]:
+        """Answers asked again (``run --verify``) as (key, kind, text, data), into the ``verify``
+        table: beside the stored answers, never replacing them (one row per asking, with its
+        time). Returns each entry's blob sha256 (None for text)."""
+        try:
+            blobs = [self.blobs.put(data, "audio").sha256 if data is not None else None for _, _, _, data in entries]
+            with self.db:
+                self.db.execute("CREATE TABLE IF NOT EXISTS verify (key TEXT NOT NULL, backend TEXT NOT NULL,"
+                                " kind TEXT NOT NULL, text TEXT, blob TEXT, asked REAL NOT NULL)")
+                self.db.executemany("INSERT INTO verify (key, backend, kind, text, blob, asked) VALUES (?,?,?,?,?,?)",
+                                    [(key, backend, kind, text, blob, time.time())
+                                     for (key, kind, text, _), blob in zip(entries, blobs)])
+        except (OSError, sqlite3.Error) as exc:
+            raise self._failed("write to", exc) from None
+        return blobs
+
     def claims(self, lease: float = CLAIM_LEASE) -> Claims:
         """A new claimant on this store (one per run; see the module docstring)."""
         return Claims(self, lease)

@@ -10,8 +10,10 @@ clock, so no assertion depends on wall-clock timing.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
+import random
 import secrets
 import socket
 import threading
@@ -45,6 +47,8 @@ class FakeServer(LocalServer):
         self.requests: list[dict[str, Any]] = []
         self.plan: list[tuple] = []
         self.models_action: tuple | None = None
+        self.props: dict[str, Any] | None = None  # llama.cpp's GET /props, when set
+        self.random = False  # answers end with a random number (a server that is not deterministic)
         self.cond = threading.Condition()
         self.in_flight = self.max_in_flight = self.arrived = 0
         self.gate: tuple[int, int] | None = None  # (hold until this many in flight, or all of this many arrived)
@@ -52,6 +56,12 @@ class FakeServer(LocalServer):
 
     def chats(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def completions(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/v1/completions")]
+
+    def gets(self) -> list[str]:
+        return [r["path"] for r in self.requests if r["payload"] is None]
 
     def next_action(self) -> tuple:
         with self.cond:
@@ -79,6 +89,8 @@ class _Handler(QuietHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         self._record(None)
+        if self.path.endswith("/props"):
+            return self._send(200 if fake.props else 404, json.dumps(fake.props or {"error": "not found"}).encode())
         if fake.models_action is not None:
             _, status, body = fake.models_action
             return self._send(status, json.dumps(body).encode())
@@ -116,7 +128,11 @@ class _Handler(QuietHandler):
             return self._send(status, body if isinstance(body, bytes) else json.dumps(body).encode(), headers)
         if kind == "raw":
             return self._send(200, action[1])
-        message = action[1] if kind == "message" else {"role": "assistant", "content": f"  {_echo(payload)}\n"}
+        text = _echo(payload) + (f" {random.random()}" if fake.random else "")
+        if self.path.endswith("/v1/completions"):  # the answer of endpoint=completions
+            choice = {"index": 0, "finish_reason": "stop", "text": action[1] if kind == "text" else f"  {text}\n"}
+            return self._send(200, json.dumps({"object": "text_completion", "choices": [choice]}).encode())
+        message = action[1] if kind == "message" else {"role": "assistant", "content": f"  {text}\n"}
         finish = action[2] if kind == "message" else "stop"
         body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "test-model-2026-01",
                 "choices": [{"index": 0, "finish_reason": finish, "message": message}]}
@@ -124,6 +140,8 @@ class _Handler(QuietHandler):
 
 
 def _echo(payload: dict[str, Any]) -> str:
+    if "prompt" in payload:
+        return f"echo {payload['prompt']}"
     content = payload["messages"][-1]["content"]
     if isinstance(content, str):
         return f"echo {content}"
@@ -232,18 +250,71 @@ def test_payload_options(server: FakeServer, key_env: None) -> None:
     assert payload["messages"][-1]["content"][0]["image_url"]["detail"] == "low"
 
 
-def test_fingerprint_holds_the_served_model_and_settings_never_the_key(server: FakeServer, key_env: None) -> None:
+def test_the_fingerprint_needs_no_server_and_holds_settings_never_the_key(server: FakeServer,
+                                                                           key_env: None) -> None:
     oa = backend(server)
     fp = oa.fingerprint()
-    assert fp["base_url"] == server.url and fp["model"] == MODEL
-    assert fp["served_model"] == {"id": MODEL, "root": "/weights/test-model"}
+    assert fp["base_url"] == server.url and fp["model"] == MODEL and fp["revision"] is None
+    assert fp["api"] == "chat.completions" and "served_model" not in fp
     assert fp["generation"]["temperature"] == 0.0 and fp["generation"]["max_new_tokens"] == 64
     assert KEY not in json.dumps(fp) and KEY_ENV not in json.dumps(fp)
-    assert backend(server).fingerprint() == fp  # `created` moved; the fingerprint did not
     assert backend(server, "concurrency=2,rate=5/s,timeout=3,max_retries=1").fingerprint() == fp
+    assert backend(server, "check_model=false").fingerprint() == fp  # the check never moves a key
     assert backend(server, generation=Generation(temperature=0.5)).fingerprint() != fp
     assert backend(server, "send_seed=false").fingerprint() != fp
-    assert backend(server, "check_model=false").fingerprint()["served_model"] is None
+    assert backend(server, "revision=sha256-abc").fingerprint() == {**fp, "revision": "sha256-abc"}
+    assert backend(server, "endpoint=completions").fingerprint() == {**fp, "api": "completions"}
+    assert server.requests == []  # building a backend and its fingerprint ask the server nothing
+
+
+def test_the_server_is_asked_about_its_model_once_when_a_request_is_sent(
+        server: FakeServer, key_env: None, caplog: pytest.LogCaptureFixture) -> None:
+    from benchc.runtime.settings import backend_for
+
+    oa = backend(server)
+    assert oa.served() is None
+    oa.run_batch(requests(2), no_media)
+    backend_for(oa, Generation(temperature=0.5)).run_batch(requests(1), no_media)  # a setting's copy shares it
+    assert server.gets() == ["/v1/models"]
+    # every stable field of the /models record (vLLM's `created` changes on every call)
+    assert oa.served() == {"model": {"id": MODEL, "object": "model", "root": "/weights/test-model",
+                                     "owned_by": "vllm"}}
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # root names the weights
+
+
+def test_an_alias_without_a_revision_is_warned_about_once(server: FakeServer, key_env: None,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """llama-cpp-python's server says only {"id": "gemma", "owned_by": "me"}: nothing names the weights."""
+    alias = {"id": MODEL, "object": "model", "owned_by": "me", "permissions": []}
+    server.models_action = ("status", 200, {"object": "list", "data": [alias]})
+    oa = backend(server, "concurrency=1")
+    with caplog.at_level(logging.WARNING):
+        oa.run_batch(requests(2), no_media)
+        oa.run_batch(requests(2), no_media)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert f"answers are keyed by base_url and the alias '{MODEL}'" in warnings[0]
+    assert "declare revision=SHA256-or-tag" in warnings[0]
+    assert oa.served() == {"model": {"id": MODEL, "object": "model", "owned_by": "me"}}
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        backend(server, "revision=v1").run_batch(requests(1), no_media)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_llama_cpp_servers_props_are_recorded(server: FakeServer, key_env: None) -> None:
+    server.models_action = ("status", 200, {"object": "list", "data": [
+        {"id": MODEL, "object": "model", "created": 1, "owned_by": "llamacpp", "meta": {"n_params": 268098176}}]})
+    server.props = {"model_path": "/models/gemma-3-270m.gguf", "build_info": "b6000-abc", "total_slots": 1,
+                    "default_generation_settings": {"n_ctx": 4096, "temperature": 0.8},
+                    "chat_template": "{{ messages }}"}
+    oa = backend(server)
+    oa.run_batch(requests(1), no_media)
+    assert server.gets() == ["/v1/models", "/props"]
+    assert oa.served() == {
+        "model": {"id": MODEL, "object": "model", "owned_by": "llamacpp", "meta": {"n_params": 268098176}},
+        "props": {"model_path": "/models/gemma-3-270m.gguf", "build_info": "b6000-abc", "total_slots": 1,
+                  "n_ctx": 4096, "chat_template_sha256": hashlib.sha256(b"{{ messages }}").hexdigest()}}
 
 
 def test_empty_filtered_and_refused_answers_are_recorded_empty(server: FakeServer, key_env: None,
@@ -299,16 +370,19 @@ def test_bad_options_fail_before_any_request(options: str, fragment: str, key_en
     assert "sk-" not in str(caught.value) and "s3cret" not in str(caught.value) and "pw" not in str(caught.value)
 
 
-def test_unknown_model_and_refused_key_fail_at_once(server: FakeServer, key_env: None) -> None:
+def test_unknown_model_and_refused_key_fail_before_the_first_request(server: FakeServer, key_env: None) -> None:
+    unknown = make_backend(f"openai:test-modle,base_url={server.url},api_key_env={KEY_ENV}", Generation())
     with pytest.raises(BackendError, match="does not serve model 'test-modle'; did you mean 'test-model'"):
-        make_backend(f"openai:test-modle,base_url={server.url},api_key_env={KEY_ENV}", Generation())
+        unknown.run_batch(requests(1), no_media)
     server.models_action = ("status", 401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})
     with pytest.raises(BackendError) as caught:
-        backend(server)
+        backend(server).before_requests()
     assert "HTTP 401" in str(caught.value) and KEY_ENV in str(caught.value)
     assert "Incorrect API key provided" in str(caught.value) and KEY not in str(caught.value)
     server.models_action = ("status", 404, {"error": "no such endpoint"})
-    assert backend(server).served is None
+    accepted = backend(server)
+    accepted.before_requests()
+    assert accepted.served() == {"model": None}
     assert server.chats() == []
 
 
@@ -333,7 +407,7 @@ def test_retries_429_with_retry_after_and_500(server: FakeServer, key_env: None)
     retry_after_wait, backoff, retry_after_ms = oa.delays  # Retry-After waits happen in the limiter
     assert retry_after_wait == 7.0 and retry_after_ms == 0.25
     assert 1.0 <= backoff <= 2.0  # second retry: 2 s, half of it jittered
-    assert oa.limiter.reserved == 4  # every attempt passed the rate limiter
+    assert oa.limiter.reserved == 5  # every attempt passed the rate limiter, as did the /models check
 
 
 def test_retries_are_bounded_and_the_error_names_the_request(server: FakeServer, key_env: None) -> None:
@@ -427,6 +501,7 @@ def test_rate_limiter_schedule_with_a_fake_clock() -> None:
 def test_the_backend_spaces_its_requests(server: FakeServer, key_env: None) -> None:
     oa = backend(server, "rate=120/min,concurrency=4")
     assert oa.limiter.interval == 0.5
+    oa.before_requests()  # the /models check, on the limiter replaced next
     oa.limiter = RateLimiter(2.0, clock=lambda: 0.0)  # frozen: each start waits behind those before it
     answers = oa.run_batch(requests(6), no_media)
     assert len(answers) == 6 and len(server.chats()) == 6
@@ -478,7 +553,7 @@ def test_the_key_is_in_no_file_log_or_message(tmp_path: Path, server: FakeServer
     assert len({r["payload"]["seed"] for r in server.chats()}) == 4
     assert all(r["auth"] == f"Bearer {KEY}" for r in server.requests)  # it was sent: the grep means something
     record = json.loads((tmp_path / "ok" / "run.json").read_text())
-    assert record["backends"]["answer"]["served_model"]["root"] == "/weights/test-model"
+    assert record["served"]["answer"]["model"]["root"] == "/weights/test-model"
 
     # Servers that echo the key back, in every way a run can fail.
     echo = f"Incorrect API key provided: {KEY}"
@@ -543,3 +618,136 @@ def test_a_backend_that_cannot_stop_refuses_a_spec_with_stop(monkeypatch: pytest
     make_backend("echo", Generation(), "generate")  # without stop it answers
     assert cut_at_stop("a\nb Question: c", ["Question:", "\n"]) == "a"
     assert cut_at_stop("abc", ["x"]) == "abc" and cut_at_stop("abc", []) == "abc"
+
+
+# -- servers benchc can identify (issue 26) -----------------------------------------------------
+
+
+def test_answers_are_keyed_by_revision_and_a_cached_rerun_needs_no_server(tmp_path: Path) -> None:
+    """Through the CLI: another declared revision asks everything again, the same one answers
+    from the store (with or without the model check), and a rerun whose answers are all stored
+    exits 0 with the server stopped."""
+    server = FakeServer()
+    spec = write_mini(tmp_path, text=OPENAI_SPEC.format(table=TABLE))
+    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
+
+    def run(name: str, options: str) -> Any:
+        model = f"openai:{MODEL},base_url={server.url},api_key_env=none,concurrency=2,{options}"
+        return cli("run", tmp_path / "m", "-o", tmp_path / name, "--cache", tmp_path / "c",
+                   "--store", tmp_path / "store", "--model", model)
+
+    try:
+        first = run("first", "revision=sha256-aaa")
+        assert first.returncode == 0, first.stderr
+        assert "(0 cached, 4 run)" in first.stdout
+        record = json.loads((tmp_path / "first" / "run.json").read_text())
+        assert record["served"]["answer"]["model"]["root"] == "/weights/test-model"
+        assert record["backends"]["answer"]["revision"] == "sha256-aaa"
+        same = run("same", "revision=sha256-aaa,check_model=false")
+        assert "(4 cached, 0 run)" in same.stdout, same.stderr
+        assert "served" not in json.loads((tmp_path / "same" / "run.json").read_text())  # nothing was asked
+        other = run("other", "revision=sha256-bbb")
+        assert "(0 cached, 4 run)" in other.stdout, other.stderr
+        asked = len(server.chats())
+    finally:
+        server.close()
+    assert asked == 8
+    down = run("down", "revision=sha256-bbb")
+    assert down.returncode == 0, down.stderr
+    assert "(4 cached, 0 run)" in down.stdout
+
+
+# -- endpoint = "completions" (issue 26) --------------------------------------------------------
+
+
+def test_the_completions_endpoint_sends_the_prompt_as_text(server: FakeServer, key_env: None) -> None:
+    generation = Generation(temperature=0.3, max_new_tokens=9, stop=["\n\n"], seed=4)
+    oa = backend(server, "endpoint=completions", generation)
+    request = Request("a" * 64, "generate", "Question: What is the capital of France?\nAnswer:",
+                      system="Answer briefly.\n\n")
+    server.plan = [("text", " Paris\n\nQuestion: and Italy?")]
+    [answer] = oa.run_batch([request], no_media)
+    assert answer.text == "Paris"  # choices[0].text, cut at the stop sequence and stripped
+    [sent] = [r["payload"] for r in server.completions()]
+    assert "messages" not in sent and server.chats() == []
+    assert sent == {"model": MODEL, "prompt": "Answer briefly.\n\nQuestion: What is the capital of France?\nAnswer:",
+                    "max_tokens": 9, "temperature": 0.3, "stop": ["\n\n"], "seed": request_seed(request, 4)}
+    [echoed] = oa.run_batch(requests(1), no_media)
+    assert echoed.text == "echo hello 0"
+
+
+def test_the_completions_endpoint_refuses_media_before_sending(server: FakeServer, key_env: None) -> None:
+    oa = backend(server, "endpoint=completions")
+    with_image = Request("b" * 64, "generate", "Describe it.", media=(("image", "c" * 64),))
+    with pytest.raises(BackendError, match=r"endpoint=completions sends the prompt as text only, and 1 request\(s\) "
+                                           r"carry image") as caught:
+        oa.run_batch([*requests(2), with_image], no_media)
+    assert "endpoint=chat" in str(caught.value) and len(caught.value.problems) == 1
+    assert server.completions() == []
+
+
+def test_a_completion_without_text_is_malformed(server: FakeServer, key_env: None) -> None:
+    server.plan = [("raw", b'{"choices": [{"index": 0, "message": {"content": "x"}}]}')]
+    with pytest.raises(BackendError, match="its choice has no text"):
+        backend(server, "endpoint=completions,max_retries=0").run_batch(requests(1), no_media)
+
+
+# -- run --verify N (issue 26) ------------------------------------------------------------------
+
+
+VERIFY_ROWS = [{"id": f"q{i}", "question": f"Question {i}?", "answer": "Paris"} for i in range(6)]
+VERIFY_REST = """
+[generation]
+max_new_tokens = 16
+
+[[metric]]
+name = "general.accuracy"
+target = "answer"
+correct = "exact"
+"""
+
+
+@pytest.mark.parametrize("random_answers", [False, True], ids=["deterministic", "random"])
+def test_verify_asks_again_and_counts_the_answers_that_differ(tmp_path: Path, server: FakeServer,
+                                                              caplog: pytest.LogCaptureFixture,
+                                                              random_answers: bool) -> None:
+    from benchc.runtime.store import ResponseStore
+    from specfiles import QUESTION_NODE, write_rows_spec
+
+    spec = write_rows_spec(tmp_path / "spec", "verify", VERIFY_ROWS, QUESTION_NODE)
+    spec.write_text(spec.read_text() + VERIFY_REST)
+    server.random = random_answers
+    model = f"openai:{MODEL},base_url={server.url},api_key_env=none,concurrency=2"
+    with caplog.at_level(logging.WARNING):
+        done = cli("eval", spec, "-o", tmp_path / "out", "--model", model, "--store", tmp_path / "store",
+                   "--cache", tmp_path / "cache", "--verify", "4")
+    assert done.returncode == 0, done.stderr
+    assert len(server.chats()) == 6 + 4
+    record = json.loads((tmp_path / "out" / "run" / "run.json").read_text())
+    differ = 4 if random_answers else 0
+    assert {k: v for k, v in record["verify"].items() if k != "keys"} == {"requested": 4, "asked": 4, "failed": 0,
+                                                                          "differ": differ}
+    assert len(record["verify"]["keys"]) == differ
+    report = (tmp_path / "out" / "run" / "report.md").read_text()
+    assert f"run --verify 4): {differ} of 4 re-asked request(s) answered otherwise than stored" in report
+    assert ("WARNING: Determinism" in report) == random_answers
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "verify" in r.getMessage()]
+    assert len(warnings) == (1 if random_answers else 0)
+    store = ResponseStore(tmp_path / "store")  # the new answers sit beside the stored ones
+    try:
+        assert store.db.execute("SELECT COUNT(*) FROM verify").fetchone()[0] == 4
+        assert store.count() == 6
+    finally:
+        store.close()
+    again = cli("run", tmp_path / "out" / "manifest", "-o", tmp_path / "again", "--model", model,
+                "--store", tmp_path / "store", "--cache", tmp_path / "cache", "--verify", "4")
+    assert f"verify: {differ} of 4 re-asked" in again.stdout and "(6 cached, 0 run)" in again.stdout
+    assert json.loads((tmp_path / "again" / "run.json").read_text())["verify"]["keys"] == record["verify"]["keys"]
+
+
+def test_verify_chooses_the_same_requests_for_the_same_n() -> None:
+    from benchc.runtime.verify import chosen
+
+    keys = [f"{i:064x}" for i in range(50)]
+    assert chosen(keys, 5) == chosen(list(reversed(keys)), 5) and len(chosen(keys, 5)) == 5
+    assert chosen(keys, 10)[:5] == chosen(keys, 5) and chosen(keys, 80) == chosen(keys, 50)

@@ -305,6 +305,17 @@ class Backend(ABC):
         """Load what answering needs (weights), so that a broken model fails before the first
         request; backends that load lazily (so a fingerprint costs no weights load) override it."""
 
+    def before_requests(self) -> None:  # noqa: B027  (an optional hook)
+        """Called in the running process once some request must really be sent (never for a run
+        answered from the store), before the first batch: a check against a server (``openai``
+        lists its models) belongs here, not in ``__init__``, so that a cached rerun needs no
+        server and the fingerprint never depends on one."""
+
+    def served(self) -> dict[str, Any] | None:
+        """What the backend learnt from its server in ``before_requests`` (run.json's ``served``),
+        or None: nothing asked."""
+        return None
+
     def bad_option(self, name: str, value: str, expected: str) -> BackendError:
         """An option that ``Options`` accepted but this backend refuses once it knows more (a voice
         the engine lacks, a device this machine lacks, a length beyond the model's): ``expected``

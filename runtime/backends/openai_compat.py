@@ -1,6 +1,7 @@
-"""Any OpenAI-compatible chat server: OpenAI, Gemini's compatible endpoint, vLLM, SGLang, Ollama.
+"""Any OpenAI-compatible server: OpenAI, Gemini's compatible endpoint, vLLM, SGLang, Ollama, llama.cpp.
 
-``openai:MODEL[,option=value,...]`` sends each request to ``POST {base_url}/chat/completions``::
+``openai:MODEL[,option=value,...]`` sends each request to ``POST {base_url}/chat/completions``
+(or, with ``endpoint=completions``, to ``POST {base_url}/completions``)::
 
     export OPENAI_API_KEY=...
     benchc run out/m -o out/r --model openai:gpt-4o-mini,concurrency=8,rate=500/min
@@ -33,9 +34,15 @@ max_tokens_field    max_tokens                  ``max_completion_tokens`` for Op
                                                 refuse ``max_tokens`` (o-series, gpt-5)
 image_detail        (not sent)                  ``low``, ``high`` or ``auto``: OpenAI's image
                                                 ``detail`` (it changes what the model sees)
-check_model         true                        ask ``GET {base_url}/models`` before any request
-                                                (see *Before any request*); ``false`` for a
-                                                server without that endpoint
+check_model         true                        ask ``GET {base_url}/models`` before the first
+                                                request (see *The server's model*); ``false``
+                                                for a server without that endpoint
+revision            (none)                      what the served weights are: their sha256, a
+                                                deployment tag; it enters the fingerprint (see
+                                                *The server's model*)
+endpoint            chat                        ``chat``: ``/chat/completions``;
+                                                ``completions``: ``/completions``, the prompt
+                                                as raw text, for base models (see *Requests*)
 ==================  ==========================  ===============================================
 
 **Requests.** One chat completion per request: the spec's ``system`` prompt as a system message,
@@ -48,20 +55,39 @@ an ``image_url`` part holding a base64 data URL (``data:image/png;base64,...``; 
 derived from the request's content, its sample index and ``generation.seed`` (or the request's
 own seed, when a compile-time model step sets one), so the samples
 differ and a rerun asks for the same draws. Whether a server honours seeds, and how
-deterministic its answers are, is the server's business. Answers are stripped of surrounding
-whitespace (as the ``hf`` backend does).
+deterministic its answers are, is the server's business (``benchc run --verify N`` measures
+it). Answers are stripped of surrounding whitespace (as the ``hf`` backend does).
 
-**Fingerprint** (part of every request key): base_url, model, the server's own record of the
-model from ``/models`` (``id``, ``root``, ``parent`` when given: vLLM's ``root`` is the weights
-path, so a redeployed model splits the cache), the generation settings, ``send_seed``,
-``max_tokens_field``, ``image_detail`` and the request format's version. Never the key, nor its
-variable's name, nor concurrency, rate, timeouts or retries (they do not change an answer).
+With ``endpoint=completions`` (base models, which only echo through a chat template) the request
+is one ``/completions`` call: ``prompt`` is the rendered prompt as raw text, the ``system``
+prompt, if any, prepended as it is (lm-eval's ``local-completions`` does the same: see
+``completion_prompt``), with ``max_tokens``, ``temperature``, ``top_p``, ``stop`` and ``seed``
+as above; the answer is ``choices[0].text``. Such a server reads text only: a request with
+media is refused before anything is sent.
+
+**Fingerprint** (part of every request key), computed without the server: base_url, model,
+``revision``, the endpoint, the generation settings, ``send_seed``, ``max_tokens_field``,
+``image_detail`` and the request format's version. Never the key, nor its variable's name, nor
+concurrency, rate, timeouts, retries or ``check_model`` (they do not change an answer). So a run
+whose requests are all stored needs no server, and turning the model check off keeps every key.
 
 **Before any request** (when the backend is built): a missing key variable fails with one
-``BackendError``; so do malformed options. With ``check_model`` the backend then lists
-``/models``: an unknown model (with suggestions), a refused key (401) or an unreachable server
-fail at once; a server without the endpoint (403/404/405/501) is accepted, with no server record
-in the fingerprint.
+``BackendError``; so do malformed options. Nothing is sent yet.
+
+**The server's model.** When a request must be sent (never for a run answered from the store),
+the backend first lists ``/models`` (with ``check_model``): an unknown model (with suggestions),
+a refused key (401) or an unreachable server fail there, before the first request; a server
+without the endpoint (403/404/405/501) is accepted. What the server says about the model is
+kept for run.json (``served``): the model's ``/models`` record but its volatile fields
+(``created``, ``permission``), so vLLM's ``root`` (the weights path) and ``max_model_len``,
+llama.cpp's ``owned_by`` and ``meta``; and for llama.cpp's server (``owned_by`` ``llamacpp``)
+its ``/props``: ``model_path``, ``build_info``, the context size and the chat template's
+sha256. None of it enters the fingerprint: a server may be asked only when something is missing.
+When the server names the model only by an alias (nothing in what it says is a weights path or
+digest) and no ``revision`` is declared, the backend warns once: answers are keyed by base_url
+and the alias, so a server restarted with other weights or another prompt format would be
+served the earlier answers. Declaring ``revision=`` (the weights' sha256, a deployment tag)
+keys them by it: another revision asks everything again, the same one answers from the store.
 
 **Concurrency, retries, rate.** ``run_batch`` answers its requests from ``concurrency`` worker
 threads over one shared HTTP client (daemon threads, so a Ctrl-C ends the run at once rather
@@ -107,6 +133,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import hashlib
 import json
 import logging
 import math
@@ -116,6 +143,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -145,6 +173,11 @@ MIN_ECHO_KEY = 8
 """A key at least this long is looked for in answers (a shorter one would match by chance)."""
 RETRY_HINT = "raise timeout= or max_retries=, or lower concurrency= / rate= if the server is overloaded"
 NO_KEY = "none"
+API_NAMES = {"chat": "chat.completions", "completions": "completions"}
+"""``endpoint`` -> the API it names in the fingerprint (``chat.completions``, as before the option)."""
+VOLATILE_MODEL_FIELDS = frozenset({"created", "permission", "permissions"})
+IDENTIFYING_FIELDS = ("root", "parent", "path", "model_path", "digest", "sha256")
+"""Fields of what a server says about its model that name its weights, not only an alias."""
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 
 
@@ -154,6 +187,15 @@ def request_seed(request: Request, base: int | None) -> int:
     own = getattr(request, "seed", None)
     return identity_seed("openai-sample-seed", own if own is not None else (base or 0), request.prompt,
                          request.system, request.media, request.sample, bits=31)
+
+
+def completion_prompt(request: Request) -> str:
+    """The raw text ``endpoint=completions`` sends: the system prompt, if any, then the prompt,
+    joined as they are. This follows lm-eval 0.4.13's ``local-completions``: without a chat
+    template, ``ConfigurableTask.fewshot_context`` renders the system instruction as a message
+    with no delimiter and joins every message's text (``"".join(m.to_text() ...)``), so a
+    system prompt that wants a blank line after it ends with one."""
+    return (request.system or "") + request.prompt
 
 
 def parse_rate(text: str) -> float:
@@ -183,6 +225,45 @@ def retry_after(headers: Any) -> float | None:
             return max(0.0, when.timestamp() - time.time())
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def identifies_weights(record: dict[str, Any]) -> bool:
+    """Whether what the server said (``_ask_server``) names the weights (a path, a digest)
+    rather than only an alias."""
+    parts = [record.get("model") or {}, record.get("props") or {}]
+    return any(isinstance(part.get(name), str) and part[name] for part in parts for name in IDENTIFYING_FIELDS)
+
+
+def llamacpp_props(props: dict[str, Any]) -> dict[str, Any]:
+    """The stable facts of llama.cpp's ``/props``: a long chat template is kept as its sha256."""
+    out: dict[str, Any] = {k: props[k] for k in ("model_path", "build_info", "total_slots") if k in props}
+    settings = props.get("default_generation_settings")
+    if isinstance(settings, dict) and "n_ctx" in settings:
+        out["n_ctx"] = settings["n_ctx"]
+    if isinstance(props.get("chat_template"), str):
+        out["chat_template_sha256"] = hashlib.sha256(props["chat_template"].encode("utf-8")).hexdigest()
+    return out
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A body the openai package parsed (``cast_to=object``), in the shape ``_with_retries``
+    reads (``.http_response``)."""
+
+    value: Any
+
+    @property
+    def http_response(self) -> _Parsed:
+        return self
+
+
+class _ServerRecord:
+    """What a backend learnt from its server, asked once (``before_requests``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.asked = False
+        self.record: dict[str, Any] | None = None
 
 
 class RateLimiter:
@@ -286,8 +367,14 @@ class OpenAIOptions(BackendOptions):
                                   "models that refuse max_tokens (o-series, gpt-5)")
     image_detail: Literal["auto", "low", "high"] | None = Field(
         None, description="OpenAI's image detail (it changes what the model sees) (default: not sent)")
-    check_model: Flag = Field(True, description="ask GET {base_url}/models before any request (false for a server "
-                                                "without that endpoint)")
+    check_model: Flag = Field(True, description="ask GET {base_url}/models before the first request sent (false for "
+                                                "a server without that endpoint); never changes the fingerprint")
+    revision: str | None = Field(None, description="what the served weights are (their sha256, a deployment tag): "
+                                                   "it enters the fingerprint, so another revision is asked anew "
+                                                   "(default: none)")
+    endpoint: Literal["chat", "completions"] = Field(
+        "chat", description="chat: POST /chat/completions; completions: POST /completions with the prompt as raw "
+                            "text (base models; text only)")
 
     @field_validator("rate")
     @classmethod
@@ -326,7 +413,7 @@ class OpenAICompat(Backend):
         self.send_seed = opts.send_seed
         self.max_tokens_field = opts.max_tokens_field
         self.image_detail = opts.image_detail
-        check_model = opts.check_model
+        self.endpoint = opts.endpoint
         per_second = parse_rate(opts.rate) if opts.rate is not None else None
         self.limiter = RateLimiter(per_second)
         # Test seams: how retries wait (interruptible by the batch's stop event) and the jitter RNG.
@@ -336,7 +423,7 @@ class OpenAICompat(Backend):
         self._streak = 0  # requests failed in a row, across batches, with no answer between them
         self._key = self._read_key()  # before any request
         self._client = self._make_client()
-        self.served = self._served_model() if check_model else None
+        self._server = _ServerRecord()  # shared with the copies ``settings.backend_for`` makes
 
     # -- options -------------------------------------------------------------------------------
 
@@ -381,17 +468,47 @@ class OpenAICompat(Backend):
     # -- the identity of the answers -----------------------------------------------------------
 
     def fingerprint(self) -> dict[str, Any]:
+        """Made from the options alone (no server is asked: see the module docstring)."""
         g = self.generation
-        return {"backend": self.name, "api": "chat.completions", "format": REQUEST_FORMAT,
-                "base_url": self.base_url, "model": self.model, "served_model": self.served,
+        return {"backend": self.name, "api": API_NAMES[self.endpoint], "format": REQUEST_FORMAT,
+                "base_url": self.base_url, "model": self.model, "revision": self.opts.revision,
                 "generation": {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature,
                                "top_p": g.top_p, "seed": g.seed, **({"stop": g.stop} if g.stop else {})},
                 "send_seed": self.send_seed, "max_tokens_field": self.max_tokens_field,
                 "image_detail": self.image_detail}
 
+    def before_requests(self) -> None:
+        """The model check, once per backend (and its setting copies), when a request must be
+        sent; a check that failed raises and is tried again by the next caller."""
+        state = self._server
+        with state.lock:
+            if state.asked:
+                return
+            record = self._ask_server() if self.opts.check_model else None
+            state.record, state.asked = record, True
+        if record is not None and not self.opts.revision and not identifies_weights(record):
+            log.warning("openai: the server at %s names its model only by an alias: answers are keyed by base_url "
+                        "and the alias %r: a server restarted with other weights or another prompt format would "
+                        "be served these answers; declare revision=SHA256-or-tag", self.base_url, self.model)
+
+    def served(self) -> dict[str, Any] | None:
+        return self._server.record
+
+    def _ask_server(self) -> dict[str, Any]:
+        """What the server says about the model: ``model`` (its /models record, or None for a
+        server without that endpoint) and, from llama.cpp's server, ``props``."""
+        entry = self._served_model()
+        record: dict[str, Any] = {"model": entry}
+        if entry is not None and entry.get("owned_by") == "llamacpp":
+            props = self._llamacpp_props()
+            if props:
+                record["props"] = props
+        return record
+
     def _served_model(self) -> dict[str, Any] | None:
-        """The server's record of the model (stable fields only: ``created`` is the start time
-        of a vLLM server), or None when the server has no ``/models``."""
+        """The server's record of the model, volatile fields left out (vLLM's ``created`` is its
+        start time, its ``permission`` ids are drawn per call), or None when the server has no
+        ``/models``."""
         what = f"GET {self.base_url}/models"
         try:
             raw = self._with_retries(what, self._client.models.with_raw_response.list, threading.Event())
@@ -399,7 +516,7 @@ class OpenAICompat(Backend):
             if refused.status in NO_MODELS_ENDPOINT:
                 return None
             raise self._refused(what, refused).error() from None
-        except _Failed as failed:  # before any request: the one request there is did not get through
+        except _Failed as failed:  # the first request there is did not get through
             hint = failed.failure.hint
             if failed.failure.kind in ("connection failed", "timeout"):
                 hint = f"is the server at {self.base_url} up? {hint}"
@@ -418,7 +535,18 @@ class OpenAICompat(Backend):
             raise self._error(f"openai: the server at {self.base_url} does not serve model {self.model!r}"
                               + (f"; {suggestion}" if suggestion else ""),
                               f"it serves: {shown or 'nothing'} (check_model=false skips this check)")
-        return {k: entry[k] for k in ("id", "root", "parent") if isinstance(entry.get(k), str)}
+        return {k: v for k, v in entry.items() if k not in VOLATILE_MODEL_FIELDS}
+
+    def _llamacpp_props(self) -> dict[str, Any] | None:
+        """llama.cpp's ``GET /props`` (beside ``/v1``): the weights' path, the build, the context
+        size and the chat template's sha256; None when it does not answer."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            props = self._with_retries(f"GET {root}/props", lambda: _Parsed(self._client.get(
+                f"{root}/props", cast_to=object)), threading.Event()).value
+        except (_Refused, _Failed):
+            return None
+        return llamacpp_props(props) if isinstance(props, dict) else None
 
     # -- running -------------------------------------------------------------------------------
 
@@ -428,6 +556,8 @@ class OpenAICompat(Backend):
         others failed. A refused key, model or endpoint, or ``max(3, concurrency)`` failures in
         a row, stop the batch: threads waiting to retry leave, and no further request starts
         (those requests are neither answered nor failed: a rerun asks them)."""
+        self.before_requests()
+        self._refuse_media(requests)
         parts: dict[tuple[str, str], dict[str, Any]] = {}  # the samples of an item share its media
         answers: list[Response | None] = [None] * len(requests)
         failures: dict[int, RequestFailure] = {}
@@ -489,10 +619,25 @@ class OpenAICompat(Backend):
             raise BatchFailures(answers, failures, stopped=stop.is_set())
         return answers  # type: ignore[return-value]
 
+    def _refuse_media(self, requests: list[Request]) -> None:
+        """``endpoint=completions`` sends text only: a batch with media fails before any request."""
+        if self.endpoint != "completions":
+            return
+        with_media = [r for r in requests if r.media]
+        if with_media:
+            kinds = sorted({kind for r in with_media for kind, _ in r.media})
+            raise BackendError(Problem(
+                f"openai: endpoint=completions sends the prompt as text only, and {len(with_media)} request(s) "
+                f"carry {' and '.join(kinds)} (first: {_describe(with_media[0])})",
+                hint="use endpoint=chat with a model that takes media, or run with --text-only"))
+
     def payload(self, request: Request, load_media: MediaLoader,
                 parts: dict[tuple[str, str], dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The chat completion request's body (``parts`` caches encoded media by hash)."""
-        g = self.generation
+        """The request's body: a chat completion's, or with ``endpoint=completions`` a
+        completion's (``parts`` caches encoded media by hash)."""
+        if self.endpoint == "completions":
+            return self._settings({"model": self.model, "prompt": completion_prompt(request),
+                                   "max_tokens": self.generation.max_new_tokens}, request)
         parts = {} if parts is None else parts
         messages: list[dict[str, Any]] = []
         if request.system:
@@ -505,8 +650,13 @@ class OpenAICompat(Backend):
             messages.append({"role": "user", "content": [*media, {"type": "text", "text": request.prompt}]})
         else:
             messages.append({"role": "user", "content": request.prompt})
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": g.temperature,
-                                self.max_tokens_field: g.max_new_tokens}
+        return self._settings({"model": self.model, "messages": messages,
+                               self.max_tokens_field: self.generation.max_new_tokens}, request)
+
+    def _settings(self, body: dict[str, Any], request: Request) -> dict[str, Any]:
+        """``body`` with the generation settings both endpoints send."""
+        g = self.generation
+        body["temperature"] = g.temperature
         if g.top_p < 1.0:
             body["top_p"] = g.top_p
         if g.stop:
@@ -532,9 +682,9 @@ class OpenAICompat(Backend):
     def _complete(self, request: Request, payload: dict[str, Any], stop: threading.Event) -> Response:
         """One request's answer; raises _Failed (or _Cancelled when its batch stopped)."""
         what = _describe(request)
+        api = self._client.completions if self.endpoint == "completions" else self._client.chat.completions
         try:
-            body = self._with_retries(what, lambda: self._client.chat.completions.with_raw_response.create(**payload),
-                                      stop, parse=True)
+            body = self._with_retries(what, lambda: api.with_raw_response.create(**payload), stop, parse=True)
         except _Refused as refused:
             raise self._refused(what, refused) from None
         return self._answer(what, body)
@@ -575,7 +725,7 @@ class OpenAICompat(Backend):
                 kind, failure = "connection failed", f"connection failed ({cause})"
             except openai.APIError as exc:  # anything else the package raises: not retried
                 raise self._failed(type(exc).__name__, f"openai: {what}: {type(exc).__name__}: {exc}",
-                                   "the server's reply is not an OpenAI chat completion") from None
+                                   "the server's reply is not an OpenAI completion") from None
             if attempt == self.max_retries:
                 raise self._failed(kind, f"openai: {what}: no answer after {attempt + 1} attempt(s); last: {failure}",
                                    RETRY_HINT)
@@ -607,20 +757,8 @@ class OpenAICompat(Backend):
             reason = (f"it reports an error: {error.get('message') if isinstance(error, dict) else error}"
                       if error else "it has no choices")
             raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: {reason}", None)
-        choice = choices[0]
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            raise self._failed("malformed answer",
-                               f"openai: {what}: the server's answer is malformed: its choice has no message", None)
-        content = message.get("content")
-        if isinstance(content, list):  # some servers answer with content parts
-            answer = "".join(p.get("text", "") for p in content
-                             if isinstance(p, dict) and isinstance(p.get("text"), str))
-        elif isinstance(content, str) or content is None:
-            answer = content or ""
-        else:
-            raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: content is "
-                               f"{type(content).__name__}", None)
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        answer, refusal = self._choice_text(what, choice)
         if self._key and len(self._key) >= MIN_ECHO_KEY and self._key in answer:
             raise self._failed("echoed API key", f"openai: {what}: the server echoed the API key in its answer; "
                                "the answer is refused (not stored)",
@@ -628,7 +766,6 @@ class OpenAICompat(Backend):
                                "is not answering as a model; rotate the key if that server is not yours")
         answer = cut_at_stop(answer, self.generation.stop).strip()
         finish = choice.get("finish_reason")
-        refusal = message.get("refusal")
         reason = ("the server's content filter stopped it (finish_reason 'content_filter')"
                   if finish == "content_filter" else f"a refusal: {refusal!r}" if refusal
                   else f"no text (finish_reason {finish!r})" if not answer else None)
@@ -636,6 +773,28 @@ class OpenAICompat(Backend):
             log.warning("openai: %s: %s; recorded as an empty answer", what, self._redact(reason))
             answer = ""
         return Response("text", text=answer)
+
+    def _choice_text(self, what: str, choice: dict[str, Any]) -> tuple[str, Any]:
+        """(the choice's text, its refusal): ``text`` of a completion, ``message.content`` of a
+        chat completion (a string or text parts)."""
+        if self.endpoint == "completions":
+            text = choice.get("text")
+            if not isinstance(text, str):
+                raise self._failed("malformed answer",
+                                   f"openai: {what}: the server's answer is malformed: its choice has no text", None)
+            return text, None
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise self._failed("malformed answer",
+                               f"openai: {what}: the server's answer is malformed: its choice has no message", None)
+        content = message.get("content")
+        if isinstance(content, list):  # some servers answer with content parts
+            return "".join(p.get("text", "") for p in content
+                           if isinstance(p, dict) and isinstance(p.get("text"), str)), message.get("refusal")
+        if isinstance(content, str) or content is None:
+            return content or "", message.get("refusal")
+        raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: content is "
+                           f"{type(content).__name__}", None)
 
     def failure_hint(self, failures: list[RequestFailure], answered: int) -> str | None:
         if failures and not answered and all(f.kind == "connection failed" for f in failures):

@@ -117,7 +117,8 @@ def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path 
         (staging / "index.html").write_text(_page(scores, record, parts, browser_data, note, footer), encoding="utf-8")
         if inside:
             files.append(REPORT_FILE)
-            (staging / REPORT_FILE).write_text(render_markdown(scores, parts, footer, out, out), encoding="utf-8")
+            (staging / REPORT_FILE).write_text(render_markdown(scores, parts, footer, out, out, run_facts(record)),
+                                               encoding="utf-8")
         replace_dir_atomic(staging, out)
     except OSError as exc:
         raise RunError(Problem(f"cannot write the report folder: {exc.strerror or exc}", file=str(out))) from None
@@ -125,7 +126,7 @@ def build_report(run_dir: Path, out_dir: Path | None = None, *, cache_dir: Path 
         shutil.rmtree(staging, ignore_errors=True)
     markdown = out / REPORT_FILE if inside else run_dir / REPORT_FILE
     if not inside:
-        write_text(markdown, render_markdown(scores, parts, footer, out, run_dir), "report")
+        write_text(markdown, render_markdown(scores, parts, footer, out, run_dir, run_facts(record)), "report")
     return ReportResult(markdown, out, sorted(files), note)
 
 
@@ -303,17 +304,31 @@ def _page(scores: dict[str, Any], record: RunRecord | None, parts: list[Part], b
                ("manifest", scores["manifest_digest"])]
     if record is not None:
         summary.append(("stages", ", ".join(f"{s.stage}: {s.backend}" for s in record.stages)))
+    if record is not None and record.verify is not None:
+        summary.append(("verify", record.verify.summary()))
     sections = [Section(p.title, p.tables, [(f"plots/{f.name}.svg", f.data.title) for f in p.figures], p.notes)
                 for p in parts]
     return render_page(f"{bench['name']} {bench['version']}", summary, sections, browser, note, footer)
 
 
+def run_facts(record: RunRecord | None) -> list[str]:
+    """Facts of the run that qualify every number below it: the server determinism that
+    ``run --verify`` measured (a ``WARNING:`` when answers differed)."""
+    if record is None or record.verify is None:
+        return []
+    head = "WARNING: " if record.verify.differ else ""
+    return [f"{head}Determinism (run --verify {record.verify.requested}): {record.verify.summary()}."]
+
+
 def render_markdown(scores: dict[str, Any], parts: list[Part], footer: list[str], folder: Path | None = None,
-                    run_dir: Path | None = None) -> str:
+                    run_dir: Path | None = None, facts: Sequence[str] = ()) -> str:
+    """``facts``: lines about the run (``run_facts``), quoted under the heading."""
     bench = scores["benchmark"]
     out = [f"# {md_escape(bench['name'])} {md_escape(str(bench['version']))}", "",
            (f"Model: `{scores.get('model')}` · items: {scores['items']} · "
             f"manifest `{scores['manifest_digest'][:16]}`"), ""]
+    if facts:
+        out += [f"> {md_escape(fact)}" for fact in facts] + [""]
     for part in parts:
         main, *details = part.tables
         out += [f"## {md_escape(part.title)}", "", markdown_table(main), ""]
