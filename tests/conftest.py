@@ -38,6 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # Fails the run when a test without the slow mark takes over a minute (issue 24).
 pytest_plugins = ["support.budget"]
 
+# The real-model tier runs only under `make test-real` (scripts/test_real.sh starts its servers).
+collect_ignore = [] if os.environ.get("BENCHC_REAL") else ["real"]
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Two things for `pytest -n 2 --dist loadgroup` (issue 24), neither changing what a test checks:
