@@ -491,14 +491,29 @@ def _attribute_names(attr_dicts: list[dict[str, Any]]) -> frozenset[str]:
     return frozenset(name for attrs in attr_dicts for name in attrs)
 
 
+def _item_attrs(resolved: Resolved, record: Record, variant: Variant | None) -> dict[str, Any]:
+    """The record's attributes, then its variant's; a variant never overwrites the split's
+    attribute (an op that sets it, e.g. `attribute = "corruption"` beside image corruptions,
+    would put test records under a train value: exports by attribute would mix the splits)."""
+    made = variant.attrs if variant else {}
+    split = resolved.loaded.spec.split
+    if split is not None and split.attribute in record.attrs and split.attribute in made \
+            and made[split.attribute] != record.attrs[split.attribute]:
+        raise SpecError(resolved.loaded.problem(
+            "split.attribute", f"the split's attribute {split.attribute!r} is also set by node "
+                               f"{variant.node_id if variant else ''!r} ({made[split.attribute]!r} on {record.id!r}, "
+                               f"split {record.attrs[split.attribute]!r})",
+            hint="name the split's attribute after no attribute an op sets, e.g. attribute = \"fold\""))
+    return {**record.attrs, **made}
+
+
 def _item_row(resolved: Resolved, record: Record, variant: Variant | None,
               known_attrs: frozenset[str] = frozenset(), setting: run_settings.Setting | None = None
               ) -> dict[str, Any]:
     value = variant.value if variant else None
     path = setting.path(variant.path if variant else "") if setting else (variant.path if variant else "")
     item_id = f"{record.id}#{path}" if path else record.id
-    attrs = run_settings.with_setting(resolved.loaded, {**record.attrs, **(variant.attrs if variant else {})},
-                                      setting, item_id)
+    attrs = run_settings.with_setting(resolved.loaded, _item_attrs(resolved, record, variant), setting, item_id)
     context: dict[str, Any] = {"record": record.fields, "attrs": attrs, "item_id": item_id,
                                "record_id": record.id}
     if value is not None and value.kind == "text":

@@ -215,3 +215,13 @@ def test_a_spec_without_split_hashes_as_before(tmp_path: Path) -> None:
     assert "split" not in doc
     lock = json.loads((ROOT / "generated/examples/paraphrase.lock.json").read_text())
     assert "split" not in lock
+
+
+def test_an_op_that_sets_the_splits_attribute_is_refused_not_overwritten(tmp_path: Path) -> None:
+    """Issue 28 item 1: `attribute = "perturbation"` (or any attribute an op sets) was silently
+    overwritten by the op's value, so an export by that attribute mixed train and test records."""
+    spec = write_project(tmp_path / "p", extra='attribute = "perturbation"')
+    done = cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and not (tmp_path / "m").exists()
+    assert "spec.toml:" in done.stderr and "split.attribute" in done.stderr
+    assert "also set by node 'cased'" in done.stderr and 'attribute = "fold"' in done.stderr

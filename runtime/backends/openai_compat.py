@@ -155,6 +155,7 @@ from benchc.compiler.registry import did_you_mean
 
 from .base import (BACKENDS, Backend, BackendOptions, BackendSpec, BatchFailures, Flag, MediaLoader, Request,
                    RequestFailure, Response, cut_at_stop)
+from .key_echo import echoes_key
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +170,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 NO_MODELS_ENDPOINT = frozenset({403, 404, 405, 501})
 STOP_STATUSES = frozenset({401, 403, 404})
 """Refusals no other request of the run would escape (the key, the model, the endpoint)."""
-MIN_ECHO_KEY = 8
-"""A key at least this long is looked for in answers (a shorter one would match by chance)."""
 RETRY_HINT = "raise timeout= or max_retries=, or lower concurrency= / rate= if the server is overloaded"
 NO_KEY = "none"
 API_NAMES = {"chat": "chat.completions", "completions": "completions"}
@@ -759,7 +758,7 @@ class OpenAICompat(Backend):
             raise self._failed("malformed answer", f"openai: {what}: the server's answer is malformed: {reason}", None)
         choice = choices[0] if isinstance(choices[0], dict) else {}
         answer, refusal = self._choice_text(what, choice)
-        if self._key and len(self._key) >= MIN_ECHO_KEY and self._key in answer:
+        if echoes_key(answer, self._key):
             raise self._failed("echoed API key", f"openai: {what}: the server echoed the API key in its answer; "
                                "the answer is refused (not stored)",
                                "a server (or a proxy before it) that repeats the request's Authorization header "
