@@ -17,6 +17,7 @@ from .errors import Problem, ProblemList, SpecError
 from .metrics import METRIC_SCHEMAS, MetricParams
 from .ops import OPS, Op
 from .registry import did_you_mean, literal_hint, merge_union_errors
+from .secrets import secret_problems
 from .sources import SOURCES, SourceLoader
 from .spec.models import (GENERATION_SWEEPABLE as SWEEPABLE, KIND_CORRECT, RESERVED_INPUTS, Generation, Select,
                           TextSelect)
@@ -123,6 +124,8 @@ class Resolved:
 
 def resolve(loaded: LoadedSpec) -> Resolved:
     problems = ProblemList()
+    for problem in secret_problems(loaded.raw, loaded.problem):
+        problems.add(problem)
     source, source_params = _resolve_source(loaded, problems)
     nodes = _resolve_nodes(loaded, problems)
     compiled = {name: _templates(loaded, key, value, problems)
