@@ -31,12 +31,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchc.compiler.canonical import digest
 from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import Problem, RunError
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 """The response store's format (``meta.schema``). A store of a newer version is refused on open
-(``StoreTooNewError``): this benchc may not read it right, and must not write to it."""
+(``StoreTooNewError``): this benchc may not read it right, and must not write to it. 2: every
+answer carries a digest (``row_digest``), checked on every read; a version-1 store is upgraded on
+open (its rows' digests taken as found), and benchc of version 1 refuses it from then on, so no
+row without a digest is written."""
 CLAIM_LEASE = 60.0
 """Seconds a claim lives without renewal (a run on another machine that died holds its requests
 this long at most; one on this machine, not at all)."""
@@ -90,7 +94,21 @@ class ResponseStore:
         self.db.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL,"
                         " expires REAL NOT NULL)")
         self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(STORE_SCHEMA_VERSION),))
+        self._add_digests()
         self.db.commit()
+
+    def _add_digests(self) -> None:
+        """Every answer carries the digest of what was stored (``row_digest``), checked on every
+        read: a flipped byte or an edited text is an error, never a score. A version-1 store gets
+        the column and the digests of its rows as found, once, and becomes version 2."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(responses)")}
+        if "digest" in columns:
+            return
+        self.db.execute("ALTER TABLE responses ADD COLUMN digest TEXT")
+        rows = self.db.execute("SELECT key, kind, text, blob FROM responses").fetchall()
+        self.db.executemany("UPDATE responses SET digest = ? WHERE key = ?",
+                            [(row_digest(*row), row[0]) for row in rows])
+        self.db.execute("UPDATE meta SET value = ? WHERE name = 'schema'", (str(STORE_SCHEMA_VERSION),))
 
     def _check_schema(self) -> None:
         """Refuse, before anything is written, a store whose schema version is newer than
@@ -124,11 +142,20 @@ class ResponseStore:
         for start in range(0, len(keys), 900):
             chunk = keys[start : start + 900]
             marks = ",".join("?" * len(chunk))
-            for key, kind, text, blob in self.db.execute(
-                f"SELECT key, kind, text, blob FROM responses WHERE key IN ({marks})", chunk
+            for key, kind, text, blob, found in self.db.execute(
+                f"SELECT key, kind, text, blob, digest FROM responses WHERE key IN ({marks})", chunk
             ):
+                if found != row_digest(key, kind, text, blob):
+                    raise self._damaged(key)
                 out[key] = StoredResponse(key, kind, text, blob)
         return out
+
+    def _damaged(self, key: str) -> RunError:
+        return RunError(Problem(
+            f"the stored answer of request {key[:16]} does not match its digest: the response store was "
+            "edited or damaged, and its answers cannot be trusted", file=str(self.root / "responses.sqlite"),
+            key="--store", hint=f"delete that row (DELETE FROM responses WHERE key = '{key}'; the next run asks "
+                                "again), restore the store from a copy, or pass --store a new folder"))
 
     def put_many(self, backend: str, entries: list[tuple[str, str, str | None, bytes | None]]) -> None:
         """Store (key, kind, text, data) tuples in one transaction; blobs are written first."""
@@ -136,10 +163,10 @@ class ResponseStore:
             rows = []
             for key, kind, text, data in entries:
                 blob = self.blobs.put(data, "audio").sha256 if data is not None else None
-                rows.append((key, backend, kind, text, blob))
+                rows.append((key, backend, kind, text, blob, row_digest(key, kind, text, blob)))
             with self.db:
                 self.db.executemany(
-                    "INSERT OR IGNORE INTO responses (key, backend, kind, text, blob) VALUES (?,?,?,?,?)",
+                    "INSERT OR IGNORE INTO responses (key, backend, kind, text, blob, digest) VALUES (?,?,?,?,?,?)",
                     rows,
                 )
         except (OSError, sqlite3.Error) as exc:  # a full disk, a lock held past the timeout
@@ -173,6 +200,12 @@ class ResponseStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def row_digest(key: str, kind: str, text: str | None, blob: str | None) -> str:
+    """The digest of a stored answer: its request key, kind, text and blob hash together (a text
+    moved to another key fails too)."""
+    return digest({"key": key, "kind": kind, "text": text, "blob": blob})
 
 
 def _owner_alive(owner: str) -> bool:
