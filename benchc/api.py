@@ -239,15 +239,17 @@ def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], manifest_dir: Pa
 def import_answers(manifest_dir: Path | str, answers: Path | str, run_dir: Path | str, *, key: str = "id",
                    format: str = "auto", model: str | None = None, stage: str | None = None,
                    answer_column: str | None = None, id_column: str | None = None, allow_missing: bool = False,
-                   ignore_unmatched: bool = False) -> Any:
-    """A run folder from answers produced outside benchc (JSONL, CSV, lm-eval/lmms-eval samples),
+                   ignore_unmatched: bool = False, filter: str | None = None, variant: str | None = None) -> Any:
+    """A run folder from answers produced outside benchc (JSONL, CSV, lm-eval/lmms-eval samples,
+    inspect-ai logs),
     matched to the manifest's items by item id or rendered prompt (``runtime.import_answers``);
     ``score`` and ``report`` then read it as a run of ``run``."""
     from .runtime.import_answers import ImportOptions
     from .runtime.import_answers import import_answers as run_import
 
     options = ImportOptions(format=format, key=key, model=model, stage=stage, answer_column=answer_column,
-                            id_column=id_column, allow_missing=allow_missing, ignore_unmatched=ignore_unmatched)
+                            id_column=id_column, allow_missing=allow_missing, ignore_unmatched=ignore_unmatched,
+                            filter=filter, variant=variant)
     return run_import(Path(manifest_dir), Path(answers), Path(run_dir), options)
 
 

@@ -321,12 +321,14 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
 @app.command("import")
 def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest the answers are for")],
             answers: Annotated[Path, typer.Argument(help="answers: JSONL or CSV (item_id/id or prompt, and "
-                                                          "response/answer), or lm-eval/lmms-eval "
-                                                          "--log_samples JSONL")],
+                                                          "response/answer), an lm-eval/lmms-eval "
+                                                          "--log_samples JSONL, or an inspect-ai log "
+                                                          "(.eval or .json)")],
             out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write")],
             key: Annotated[str, typer.Option("--key", help="id: match rows by item id; prompt: by the rendered "
                                                            "prompt (and media_sha256 where prompts repeat)")] = "id",
-            format_: Annotated[str, typer.Option("--format", help="auto, jsonl, csv, lm-eval or lmms-eval")] = "auto",
+            format_: Annotated[str, typer.Option("--format", help="auto, jsonl, csv, lm-eval, lmms-eval or "
+                                                                  "inspect")] = "auto",
             model: Annotated[str | None, typer.Option("--model", "-m", help="the name of the model that answered "
                                                                             "(for the scores and the report)")] = None,
             stage: Annotated[str | None, typer.Option("--stage", help="the stage of rows that name none "
@@ -340,23 +342,34 @@ def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest
                                                                                 "and run.json counts them")] = False,
             ignore_unmatched: Annotated[bool, typer.Option("--ignore-unmatched", help="skip (and count) rows of "
                                                                                       "items not in the "
-                                                                                      "manifest")] = False) -> None:
+                                                                                      "manifest")] = False,
+            filter_: Annotated[str | None, typer.Option("--filter", help="the lm-eval filter whose lines are read "
+                                                                         "(default: the file's first)")] = None,
+            variant: Annotated[str | None, typer.Option("--variant", help="the variant (graph node) that answers "
+                                                                          "keyed by record id go to (default: the "
+                                                                          "record's original)")] = None) -> None:
     """Import answers produced outside benchc into a run folder, checked against a compiled
     manifest, so that `benchc score` and `benchc report` read it like a `benchc run` folder."""
     from . import api
 
     result = api.import_answers(manifest, answers, out, key=key, format=format_, model=model, stage=stage,
                                 answer_column=answer_column, id_column=id_column, allow_missing=allow_missing,
-                                ignore_unmatched=ignore_unmatched)
+                                ignore_unmatched=ignore_unmatched, filter=filter_, variant=variant)
     bench = result.benchmark
     typer.echo(f"imported {result.answers} answer(s) ({result.format}, by {result.key}) for {result.items} item(s) "
                f"of {bench['name']} {bench['version']}, manifest {result.manifest_digest[:16]} -> {result.run_dir}")
+    lacking = result.missing - result.missing_by_design
     for count, what in ((result.repeats, "identical repeated row(s) counted once"),
                         (result.unmatched_ignored, "row(s) of items outside the manifest skipped (--ignore-unmatched)"),
-                        (result.missing, f"of {result.expected} answer(s) missing, recorded as unanswered "
-                                         "(--allow-missing)")):
+                        (lacking, f"of {result.expected} answer(s) missing, recorded as unanswered "
+                                  "(--allow-missing)")):
         if count:
             typer.echo(f"  {count} {what}")
+    if result.note:
+        typer.echo(f"  read {result.note}")
+    if result.unanswered_variants:
+        shown = ", ".join(f"{name} ({n} items)" for name, n in result.unanswered_variants.items())
+        typer.echo(f"  variants with no answers (keyed by record id), recorded as unanswered: {shown}")
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """Reading a file of answers made outside benchc (``benchc import``): JSON Lines and CSV/TSV
-tables keyed by item id or rendered prompt, and lm-evaluation-harness / lmms-eval
-``--log_samples`` files. Each row becomes an ``AnswerRow`` with its line number; anything
+tables keyed by item id or rendered prompt, and the logs of lm-evaluation-harness, lmms-eval
+and inspect-ai (read in ``runtime/harness_logs.py``). Each row becomes an ``AnswerRow`` with its line number; anything
 unreadable is one ``RunError`` naming the file and line, with a hint. Which formats and columns
 are read is documented in ``runtime/import_answers.py``."""
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from benchc.compiler.errors import Problem, RunError
 
-FORMATS = ("auto", "jsonl", "csv", "lm-eval", "lmms-eval")
+FORMATS = ("auto", "jsonl", "csv", "lm-eval", "lmms-eval", "inspect")
 KEYS = ("id", "prompt")
 ID_COLUMNS = ("item_id", "id")
 ANSWER_COLUMNS = ("response", "answer", "prediction", "output")
@@ -38,6 +38,8 @@ class ImportOptions:
     id_column: str | None = None
     allow_missing: bool = False
     ignore_unmatched: bool = False
+    filter: str | None = None  # the lm-eval filter whose lines are read (default: the file's first)
+    variant: str | None = None  # the variant (node) that answers keyed by record id go to
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class AnswerRow:
     stage: str | None
     first_sample: int
     texts: tuple[str, ...]
+    target: str | None = None  # the harness's target, checked against the item's (another task's file?)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class ParsedFile:
     rows: list[AnswerRow]
     sha256: str  # of the bytes the rows were read from (read once: no other version is recorded)
     size: int
+    note: str | None = None  # what was chosen in reading it (an lm-eval filter)
 
 
 def problem_at(path: Path, line: int | None, message: str, hint: str | None = None) -> RunError:
@@ -69,14 +73,20 @@ def problem_at(path: Path, line: int | None, message: str, hint: str | None = No
 # reading the file ----------------------------------------------------------------------------
 
 def detect_format(path: Path, data: bytes) -> str:
-    """``csv`` for .csv/.tsv; ``lm-eval`` when the first object has lm-eval's sample fields;
-    else ``jsonl``."""
+    """``csv`` for .csv/.tsv; ``inspect`` for .eval and a .json that is one JSON value (not JSON
+    Lines); ``lmms-eval`` or ``lm-eval`` when the first object has their sample fields; else ``jsonl``."""
+    from .harness_logs import is_lmms_07
+
     if path.suffix.lower() in (".csv", ".tsv"):
         return "csv"
+    if path.suffix.lower() == ".eval":
+        return "inspect"
     for _, obj in _json_lines(path, data, strict=False):
+        if path.suffix.lower() == ".json" and isinstance(obj, dict) and "eval" in obj and "samples" in obj:
+            return "inspect"  # a log on one line
         is_sample = isinstance(obj, dict) and "doc_id" in obj and ("resps" in obj or "filtered_resps" in obj)
-        return "lm-eval" if is_sample else "jsonl"
-    return "jsonl"
+        return ("lmms-eval" if is_lmms_07(obj) else "lm-eval") if is_sample else "jsonl"
+    return "inspect" if path.suffix.lower() == ".json" else "jsonl"  # an indented .json: inspect's log
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -144,11 +154,17 @@ def _table_rows(path: Path, data: bytes) -> tuple[list[str], Iterator[tuple[int,
 
 def read_answers(path: Path, options: ImportOptions) -> ParsedFile:
     """The rows of the answers file at ``path`` in ``options.format`` (``auto``: detected)."""
+    from .harness_logs import inspect_rows, lm_eval_rows
+
     data = _read_bytes(path)
     fmt = detect_format(path, data) if options.format == "auto" else options.format
-    if fmt in ("lm-eval", "lmms-eval"):
-        field, rows = "resps", _lm_eval_rows(path, data, options)
-    elif fmt == "csv":
+    if options.filter is not None and fmt not in ("lm-eval", "lmms-eval"):
+        raise problem_at(path, None, f"--filter names an lm-eval filter; this is a {fmt} file")
+    if fmt in ("lm-eval", "lmms-eval", "inspect"):
+        read = (inspect_rows(path, data, options) if fmt == "inspect"
+                else lm_eval_rows(path, list(_json_lines(path, data)), options))
+        return ParsedFile(fmt, read.answer_field, read.rows, hashlib.sha256(data).hexdigest(), len(data), read.note)
+    if fmt == "csv":
         header, table = _table_rows(path, data)
         columns = _columns(path, header, options, 1)
         field, rows = columns["answer"], [_table_row(path, line, row, columns) for line, row in table]
@@ -245,59 +261,3 @@ def _media(path: Path, line: int, value: Any) -> tuple[str, ...] | None:
     if bad:
         raise problem_at(path, line, f"{MEDIA_COLUMN} {bad[0]!r} is not a sha256 (64 hex digits)", hint)
     return shas
-
-
-def _lm_eval_rows(path: Path, data: bytes, options: ImportOptions) -> list[AnswerRow]:
-    rows = []
-    for line, obj in _json_lines(path, data):
-        if not isinstance(obj, dict) or "doc_id" not in obj:
-            raise problem_at(path, line, "not an lm-eval sample (an object with doc_id, doc, arguments, resps)",
-                           "give --format jsonl for a plain answers file")
-        doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else {}
-        if options.key == "prompt":
-            key = _lm_eval_prompt(path, line, obj)
-            media = _media(path, line, doc.get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
-        else:
-            key, media = _lm_eval_id(path, line, doc, options.id_column), None
-        rows.append(AnswerRow(line, key, media, options.stage, 0, _lm_eval_texts(path, line, obj)))
-    if not rows:
-        raise problem_at(path, None, "the file holds no samples", "an lm-eval --log_samples file: one sample per line")
-    return rows
-
-
-def _lm_eval_id(path: Path, line: int, doc: dict[str, Any], id_column: str | None) -> str:
-    for name in ([id_column] if id_column else list(ID_COLUMNS)):
-        if name in doc:
-            return _text(path, line, doc[name], f"doc.{name}")
-    raise problem_at(path, line, f"the sample's doc has no {' or '.join(f'doc.{n}' for n in ID_COLUMNS)}",
-                   "match samples by their prompt with --key prompt, or name the doc field with --id-column")
-
-
-def _lm_eval_prompt(path: Path, line: int, obj: dict[str, Any]) -> str:
-    arguments = obj.get("arguments")
-    context: Any = None
-    if isinstance(arguments, dict):
-        first = arguments.get("gen_args_0")
-        context = first.get("arg_0") if isinstance(first, dict) else None
-    elif isinstance(arguments, list) and arguments and isinstance(arguments[0], list) and arguments[0]:
-        context = arguments[0][0]
-    if not isinstance(context, str):
-        raise problem_at(path, line, "the sample's arguments hold no prompt (gen_args_0.arg_0)",
-                       "match samples by item id with --key id")
-    return context
-
-
-def _lm_eval_texts(path: Path, line: int, obj: dict[str, Any]) -> tuple[str, ...]:
-    """The generations of the sample's one request: ``resps[0]``, else ``filtered_resps[0]``."""
-    resps = obj.get("resps", obj.get("filtered_resps"))
-    if not isinstance(resps, list) or not resps:
-        raise problem_at(path, line, "the sample has no resps",
-                         "an lm-eval --log_samples file of a generate_until task")
-    if len(resps) > 1:
-        raise problem_at(path, line, f"the sample has {len(resps)} requests; benchc imports one generation request "
-                                   "per doc", "import the samples of a generate_until task")
-    texts = resps[0] if isinstance(resps[0], list) else [resps[0]]
-    if not texts or not all(isinstance(t, str) for t in texts):
-        raise problem_at(path, line, "resps[0] is not a list of generated texts (a loglikelihood task?)",
-                       "benchc scores generated answers: import the samples of a generate_until task")
-    return tuple(texts)

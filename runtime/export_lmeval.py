@@ -186,8 +186,8 @@ def _results(scores: dict[str, Any], spec: Spec, lock: Lock, record: RunRecord, 
     filt = filter_name(spec)
     out: dict[str, Any] = {key: {} for key in ("results", "groups", "group_subtasks", "configs", "versions",
                                                 "n-shot", "higher_is_better", "n-samples", "task_hashes")}
-    metrics = {m.name: m for m in spec.metric}
-    for base, metric in _metric_tasks(scores, bench["name"]):
+    declared = list(spec.metric)  # scores.json has one entry per [[metric]], in spec order
+    for k, (base, metric) in enumerate(_metric_tasks(scores, bench["name"])):
         kinds = _columns(metric)
         labels = [c for c, k in kinds.items() if k == "label"]
         values = [c for c, k in kinds.items() if k == "value"]
@@ -200,8 +200,8 @@ def _results(scores: dict[str, Any], spec: Spec, lock: Lock, record: RunRecord, 
             out["results"][task] = _row_entry(task, row, values, filt)
             out["n-samples"][task] = _n_samples(row, scores["items"])
             out["higher_is_better"][task] = {c: HIGHER_IS_BETTER.get(c) for c in values if not INTERVAL.search(c)}
-            out["configs"][task] = _task_config(task, spec, metric, metrics.get(metric["name"]), row, labels, values,
-                                                bench, stage)
+            out["configs"][task] = _task_config(task, spec, metric, declared[k] if k < len(declared) else None, row,
+                                                labels, values, bench, stage)
             out["versions"][task] = bench["version"]
             out["n-shot"][task] = 0
             out["task_hashes"][task] = samples_hash

@@ -14,13 +14,20 @@ plain JSON Lines by their first object):
   over several media (the perturbed images of one question). Optional columns: ``sample``
   (0-based, for specs with ``generation.n`` > 1) and ``stage`` (specs whose metrics read more
   than one stage).
-* ``lm-eval`` and ``lmms-eval`` ``--log_samples`` JSON Lines (one schema): ``--key id`` reads
-  ``doc.item_id`` (else ``doc.id``), ``--key prompt`` the context of ``arguments``
-  (``gen_args_0.arg_0`` as lm-eval saves it, or the first element of the first argument list)
-  with ``doc.media_sha256``. The answers are ``resps[0]`` (the raw generations, one per sample:
-  the spec's own ``[answer]`` extraction reads them, as it reads a run's), or
-  ``filtered_resps[0]`` in a file without ``resps``. lm-eval logs a doc once per filter; the
-  same answer logged twice is one answer.
+* ``lm-eval`` and ``lmms-eval`` ``--log_samples`` JSON Lines, and ``inspect`` logs (``.eval``
+  and ``.json``), as ``runtime/harness_logs.py`` reads them: ``--key id`` reads ``doc.item_id``
+  (else ``doc.id``; lmms-eval 0.7's ``doc_id``; inspect's sample ``id``), ``--key prompt`` the
+  prompt (a chat template's last user message) with ``doc.media_sha256``. The answers are the
+  raw generations (``resps``; inspect's ``output.completion``): the spec's own ``[answer]``
+  extraction reads them, as it reads a run's. lm-eval logs a doc once per filter: one filter
+  is read (``--filter``, else the file's first, named in the notes); a doc twice under it is
+  refused. A row whose harness ``target`` is not its item's is refused (a samples file of
+  another task).
+
+A key that is no item id but a record id (a harness that ran the source records, not benchc's
+items) names the record's original variant (the item made by ``text.original`` or its like),
+or the variant ``--variant`` names (a graph node). The variants no row answered are then
+missing by design: recorded as unanswered, listed in run.json and the notes, not an error.
 
 Nothing is guessed. A row that matches no item, a prompt that matches several items, one item
 answered twice with different texts, an unknown stage or sample: each is counted, with the line
@@ -71,6 +78,8 @@ from .runfolder import check_run_dir, manifest_items, open_manifest, write_run_f
 
 TEXT_TASKS = frozenset({"generate", "speech-to-text"})
 """Stage tasks whose answers are text (the others answer with audio or images)."""
+HARNESS_FORMATS = frozenset({"lm-eval", "lmms-eval", "inspect"})
+"""Logs of harnesses that ran the source task: variants they never saw are missing by design."""
 IMPORTED = "imported"
 MISSING_KIND = "missing"
 
@@ -89,6 +98,9 @@ class ImportResult:
     repeats: int
     unmatched_ignored: int
     stages: list[str] = field(default_factory=list)
+    note: str | None = None  # what the reader chose (an lm-eval filter)
+    unanswered_variants: dict[str, int] = field(default_factory=dict)
+    missing_by_design: int = 0  # of ``missing``: the answers of the unanswered variants
 
 
 # matching rows to items ----------------------------------------------------------------------
@@ -98,23 +110,45 @@ def _normal(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
-class ItemIndex:
-    """The manifest's items by id, or by rendered prompt with their media."""
+ORIGINAL_OPS = frozenset({"text.original", "image.original", "audio.original"})
+"""The ops whose items are a record's original variant (what answers keyed by record id go to)."""
 
-    def __init__(self, items: pl.DataFrame) -> None:
+
+class ItemIndex:
+    """The manifest's items by id (or by record id: the record's original variant, or
+    ``variant``), or by rendered prompt with their media; and each item's targets."""
+
+    def __init__(self, items: pl.DataFrame, variant: str | None = None) -> None:
         self.ids = set(items["item_id"].to_list())
+        self.variant = variant
         self.by_prompt: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-        for item_id, prompt, media in items.select("item_id", "prompt", "media").iter_rows():
-            if prompt is None:
-                continue
-            shas = tuple(m["sha256"] for m in json.loads(media or "[]"))
+        self.records: dict[str, list[tuple[str, str, bool]]] = {}  # record -> (item, variant, original)
+        self.node: dict[str, str] = {}
+        self.targets: dict[str, set[str]] = {}
+        self.via_record: set[str] = set()  # items a row named by their record id
+        for row in items.iter_rows(named=True):
+            self._add(row)
+
+    def _add(self, row: dict[str, Any]) -> None:
+        item_id, prompt = row["item_id"], row["prompt"]
+        self.node[item_id] = row.get("node") or ""
+        lineage = json.loads(row.get("lineage") or "[]")
+        original = bool(lineage) and lineage[-1].get("op") in ORIGINAL_OPS
+        self.records.setdefault(str(row["record_id"]), []).append((item_id, self.node[item_id], original))
+        raw = row.get("targets") or "{}"
+        values = [v for vs in json.loads(raw).values() for v in (vs if isinstance(vs, list) else [vs])]
+        self.targets[item_id] = {str(v).strip() for v in values} | {raw} if values else set()
+        if prompt is not None:
+            shas = tuple(m["sha256"] for m in json.loads(row["media"] or "[]"))
             self.by_prompt.setdefault(_normal(prompt), []).append((item_id, shas))
 
     def find(self, row: AnswerRow, key: str) -> tuple[str | None, str, bool]:
         """(item id, "", False) for the one item the row names, else (None, why, whether
         several items match)."""
         if key == "id":
-            return (row.key, "", False) if row.key in self.ids else (None, f"no item {_short(row.key)}", False)
+            if row.key in self.ids:
+                return row.key, "", False
+            return self._by_record(row.key) if row.key in self.records else (None, f"no item {_short(row.key)}", False)
         found = self.by_prompt.get(_normal(row.key), [])
         if row.media is not None:
             wanted = sorted(row.media)
@@ -129,6 +163,27 @@ class ItemIndex:
             return None, (f"{len(found)} items have prompt {_short(row.key)}"
                           + (" and these media" if row.media else f" (different media: give {MEDIA_COLUMN})")), True
         return found[0][0], "", False
+
+    def _by_record(self, record: str) -> tuple[str | None, str, bool]:
+        """The item of ``record``'s original variant (or of ``--variant``), for a row keyed by record id."""
+        variants = self.records[record]
+        picked = [item for item, node, original in variants
+                  if (node == self.variant if self.variant is not None else original)]
+        wanted = f"variant {self.variant!r}" if self.variant is not None else "original variant"
+        if len(picked) == 1:
+            self.via_record.add(picked[0])
+            return picked[0], "", False
+        names = ", ".join(sorted({node or "(none)" for _, node, _ in variants}))
+        return None, f"record {_short(record)} has {len(picked) or 'no'} item(s) of the {wanted} (variants: {names})", \
+            len(picked) > 1
+
+    def target_problem(self, item: str, target: str | None) -> str | None:
+        """Why the harness's target for ``item`` is not the item's (None when it is, or is unknown)."""
+        mine = self.targets.get(item)
+        if target is None or not mine or target.strip() in mine or target in mine:
+            return None
+        shown = ", ".join(_short(t, 30) for t in sorted(mine) if not t.startswith("{"))
+        return f"target {_short(target, 40)}, but item {_short(item)} has {shown}"
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -148,6 +203,7 @@ class Matched:
     unmatched: list[tuple[int, str]] = field(default_factory=list)
     ambiguous: list[tuple[int, str]] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    foreign: list[tuple[int, str]] = field(default_factory=list)  # the harness's target is not the item's
     conflicts: list[tuple[int, int, str]] = field(default_factory=list)
 
 
@@ -158,6 +214,10 @@ def match_rows(rows: list[AnswerRow], index: ItemIndex, key: str, default_stage:
         item, why, several = index.find(row, key)
         if item is None:
             (out.ambiguous if several else out.unmatched).append((row.line, why))
+            continue
+        wrong_target = index.target_problem(item, row.target)
+        if wrong_target is not None:
+            out.foreign.append((row.line, wrong_target))
             continue
         stage = row.stage or default_stage
         if stage not in expected:
@@ -254,7 +314,10 @@ def _row_problems(path: Path, found: Matched, options: ImportOptions) -> list[Pr
             "check that the file answers this manifest (same spec version and --set); "
             "--ignore-unmatched skips rows of items outside it")
     add(found.ambiguous, "match several items",
-        f"give each row the item's media in {MEDIA_COLUMN!r}, or import by item id (--key id)")
+        f"give each row the item's media in {MEDIA_COLUMN!r}, or import by item id (--key id); "
+        "rows keyed by record id: name the variant with --variant")
+    add(found.foreign, "carry a target that is not their item's",
+        "is this a samples file of another task, or of other data? import the log of this spec's task")
     if found.conflicts:
         shown = "; ".join(f"{what} on lines {a} and {b}" for a, b, what in found.conflicts[:EXAMPLES])
         more = f"; and {len(found.conflicts) - EXAMPLES} more" if len(found.conflicts) > EXAMPLES else ""
@@ -298,23 +361,58 @@ def import_answers(manifest_dir: Path, answers_path: Path, run_dir: Path, option
     text_stages = _importable(spec, scored, path)
     expected = {s: n for s, n in expected_samples(spec).items() if s in text_stages}
     default = _default_stage(scored, options, parsed.rows, text_stages, path)
-    found = match_rows(parsed.rows, ItemIndex(items), options.key, default, expected)
+    index = ItemIndex(items, options.variant)
+    _check_variant(index, options.variant)
+    found = match_rows(parsed.rows, index, options.key, default, expected)
     stages = [s for s in text_stages if s in scored or any(k[1] == s for k in found.answers)]
     problems = _row_problems(path, found, options)
     missing = _missing(items, stages, expected, found.answers)
+    by_design = bool(index.via_record) or parsed.format in HARNESS_FORMATS
+    unanswered = unanswered_variants(index, missing, found) if by_design else {}
     total = items.height * sum(expected[s] for s in stages)
-    if missing and not options.allow_missing:
-        problems.append(_missing_problem(path, missing, total, items.height, stages))
+    lacking = [m for m in missing if index.node[m[0]] not in unanswered]
+    if lacking and not options.allow_missing:
+        problems.append(_missing_problem(path, lacking, total, items.height, stages))
     if problems:
         raise RunError(problems)
     source = _source_facts(path, parsed, options, found, missing, total, stages, manifest)
+    source.update(_variant_facts(index, unanswered, missing))
     frame = _responses(found, missing, source["source_sha256"])
     record = _record(manifest, options, stages, expected, found, missing, items.height, source)
     write_run_folder(Path(run_dir), frame, record)
     return ImportResult(Path(run_dir), manifest.locked.benchmark.to_json(), manifest.locked.manifest_digest,
                         parsed.format,
                         options.key, items.height, len(found.answers), total, len(missing), found.repeats,
-                        len(found.unmatched), stages)
+                        len(found.unmatched), stages, parsed.note, unanswered, len(missing) - len(lacking))
+
+
+def unanswered_variants(index: ItemIndex, missing: list[tuple[str, str, int]], found: Matched) -> dict[str, int]:
+    """The variants (nodes) no answer went to, with their item counts. When rows were keyed by
+    record id, or come from another harness's log, they are missing by design, not by mistake:
+    that harness ran the source records once, which answers one variant."""
+    answered = {index.node[item] for item, _, _ in found.answers}
+    counts: dict[str, int] = {}
+    for item in dict.fromkeys(m[0] for m in missing):
+        if index.node[item] not in answered:
+            counts[index.node[item]] = counts.get(index.node[item], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _variant_facts(index: ItemIndex, unanswered: dict[str, int], missing: list[tuple[str, str, int]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if index.via_record:
+        out["by_record"] = {"variant": index.variant or "original", "items": len(index.via_record)}
+    if unanswered:
+        out["unanswered_variants"] = unanswered
+        out["missing_in_unanswered_variants"] = sum(1 for m in missing if index.node[m[0]] in unanswered)
+    return out
+
+
+def _check_variant(index: ItemIndex, variant: str | None) -> None:
+    names = sorted(set(index.node.values()))
+    if variant is not None and variant not in names:
+        raise RunError(Problem(f"--variant {variant!r} is no variant of this manifest", key="--variant",
+                               hint=f"the variants (graph nodes): {', '.join(repr(n) for n in names if n) or 'none'}"))
 
 
 def _check_options(options: ImportOptions) -> None:
@@ -331,6 +429,7 @@ def _source_facts(path: Path, parsed: ParsedFile, options: ImportOptions, found:
                   manifest: Manifest) -> dict[str, Any]:
     return {"source": str(path.resolve()), "source_sha256": parsed.sha256, "source_bytes": parsed.size,
             "format": parsed.format, "key": options.key, "answer_field": parsed.answer_field,
+            **({"read": parsed.note} if parsed.note else {}),
             "rows": len(parsed.rows), "answers": len(found.answers), "expected": total,
             "identical_repeats": found.repeats, "unmatched_ignored": len(found.unmatched),
             "missing": len(missing), "missing_examples": [_slot_name(m, len(stages) > 1) for m in missing[:10]],
@@ -371,14 +470,24 @@ def _record(manifest: Manifest, options: ImportOptions, stages: list[str], expec
 
 def import_notes(record: RunRecord) -> list[str]:
     """The lines a scored import carries into scores.json (and so into its report): where its
-    answers came from, and how many were missing."""
+    answers came from, which variants had none, and how many were missing."""
     source = record.imported
     if not isinstance(source, dict):
         return []
     name = Path(str(source.get("source", "?"))).name
+    read = f", {source['read']}" if source.get("read") else ""
     notes = [f"Answers imported with `benchc import` from {name} (sha256 {str(source.get('source_sha256'))[:16]}, "
-             f"format {source.get('format')}, matched by {source.get('key')}), not produced by `benchc run`."]
-    if source.get("missing"):
-        notes.append(f"{source['missing']} of {source.get('expected')} answers were missing from the imported file "
+             f"format {source.get('format')}{read}, matched by {source.get('key')}), not produced by `benchc run`."]
+    variants = source.get("unanswered_variants") or {}
+    by_record = source.get("by_record") or {}
+    if variants:
+        shown = ", ".join(f"{name or '(none)'} ({count} items)" for name, count in variants.items())
+        went = (f"Answers keyed by record id went to each record's {by_record.get('variant')!r} variant. "
+                if by_record else "")
+        notes.append(f"{went}Variants with no answers in the imported file: {shown}. Their items are missing, "
+                     "scored as unanswered (wrong, agreeing with nothing): read only the answered variant's rows.")
+    lacking = int(source.get("missing") or 0) - int(source.get("missing_in_unanswered_variants") or 0)
+    if lacking:
+        notes.append(f"{lacking} of {source.get('expected')} answers were missing from the imported file "
                      "(--allow-missing): each is scored as unanswered (wrong, agreeing with nothing).")
     return notes

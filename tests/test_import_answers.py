@@ -115,15 +115,19 @@ def test_older_sample_layouts_are_read(world: World, capsys: pytest.CaptureFixtu
 
 
 def test_lm_eval_logs_a_doc_once_per_filter(world: World, capsys: pytest.CaptureFixture[str]) -> None:
-    """lm-eval writes one sample per (doc, filter): the same response twice is one answer."""
+    """lm-eval writes one sample per (doc, filter): one filter's lines are read (the file's first,
+    or --filter), and the import says which."""
     samples = [json.loads(line) for line in world.samples.read_text().splitlines()]
     path = _jsonl(world.root / "two_filters.jsonl",
                   [s for sample in samples for s in (sample, {**sample, "filter": "take_first"})])
     code, out, err = _cli(capsys, "import", world.manifest, path, "-o", world.root / "r-filters",
-                          "--format", "lmms-eval")
+                          "--format", "lmms-eval", "--filter", "take_first")
     assert code == 0, err
-    assert "192 identical repeated row(s) counted once" in out
-    assert json.loads((world.root / "r-filters" / "run.json").read_text())["imported"]["format"] == "lmms-eval"
+    assert "imported 192 answer(s)" in out and "identical repeated" not in out
+    assert "read lm-eval filter 'take_first' of 'first_line+normalize', 'take_first' (--filter)" in out
+    imported = json.loads((world.root / "r-filters" / "run.json").read_text())["imported"]
+    assert imported["format"] == "lmms-eval" and "'take_first'" in imported["read"]
+    _same_scores(world.scores, world.score(world.root / "r-filters"))
 
 
 def test_report_reads_an_import_and_says_so(world: World, capsys: pytest.CaptureFixture[str]) -> None:
