@@ -65,6 +65,7 @@ class Ledger:
         self._batches: list[list[Request]] = []
         self._position: dict[int, int] = {}
         self._status: dict[str, str] = {}  # key -> "mine" | "answered" | "elsewhere", once claimed
+        self._claimed_at: dict[str, float] = {}  # key -> time.monotonic() of its claim
         self._stored: list[str] = []  # keys stored since the last claim (their claims go with the next)
 
     def schedule(self, batches: list[list[Request]]) -> None:
@@ -72,11 +73,13 @@ class Ledger:
         self._batches = batches
         self._position = {id(b): i for i, b in enumerate(batches)}
         self._status = {}
+        self._claimed_at = {}
 
     def claim(self, batch: list[Request]) -> list[Request]:
         """The part of ``batch`` this run should send: not answered yet, not claimed elsewhere."""
         if self.claims is None:
             return batch
+        self._forget_stale(self.claims, batch)
         if any(r.key not in self._status for r in batch):
             self._claim_ahead(self.claims, batch)
         statuses = [self._status[r.key] for r in batch]
@@ -99,6 +102,15 @@ class Ledger:
             if mine:
                 yield mine
 
+    def _forget_stale(self, claims: Claims, batch: list[Request]) -> None:
+        """Claims made ahead more than half a lease ago are claimed again before their batch is
+        sent: a run that stalled (SIGSTOP, a swapped-out machine) past its lease may have lost
+        them to another run, which answered them meanwhile (issue 28: 56 of 90 sent twice)."""
+        now = time.monotonic()
+        for request in batch:
+            if self._status.get(request.key) == "mine" and now - self._claimed_at[request.key] > claims.lease / 2:
+                del self._status[request.key]
+
     def _claim_ahead(self, claims: Claims, batch: list[Request]) -> None:
         """Claims ``batch`` and the scheduled batches after it, CLAIM_AHEAD keys at least, in one
         transaction (which also drops the claims of what was stored since the last one)."""
@@ -112,6 +124,7 @@ class Ledger:
         self._stored = []
         for status, group in (("mine", mine), ("answered", answered), ("elsewhere", elsewhere)):
             self._status.update(dict.fromkeys(group, status))
+        self._claimed_at.update(dict.fromkeys(mine, time.monotonic()))
 
     def commit(self, batch: list[Request], result: Outcome) -> None:
         """The commit step: one finished batch, one transaction, its answers stored together or
