@@ -16,6 +16,7 @@ from .cas import ContentStore
 from .disjoint import Footprint, footprint_of_manifest, footprint_problem
 from .errors import BenchcError, SpecError
 from .manifest import is_manifest_dir
+from .paths import within_roots
 from .spec.parse import LoadedSpec, load_spec
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ def guards(loaded: LoadedSpec, options: CompileOptions, store: ContentStore) -> 
     for index, entry in enumerate(split.disjoint_from if split is not None else []):
         key = f"split.disjoint_from[{index}]"
         path = loaded.path.parent / entry
+        if not within_roots(path, _roots(loaded, options)):  # it would print another folder's record ids
+            raise SpecError(footprint_problem(entry, "lies outside the spec's folder and the data roots", key, loaded))
         try:
             if is_manifest_dir(path):
                 out.append(footprint_of_manifest(path))
@@ -41,6 +44,12 @@ def guards(loaded: LoadedSpec, options: CompileOptions, store: ContentStore) -> 
         except BenchcError as exc:
             raise SpecError(footprint_problem(entry, exc.render(), key, loaded)) from None
     return out
+
+
+def _roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
+    from .compile import data_roots  # compile imports this module
+
+    return data_roots(loaded, options)
 
 
 def _spec_footprint(path: Path, options: CompileOptions, store: ContentStore) -> Footprint:

@@ -56,6 +56,7 @@ from benchc import __version__
 from benchc.compiler.atomic import write_bytes_atomic, write_text_atomic
 from benchc.compiler.canonical import canonical_json
 from benchc.compiler.errors import BenchcError, CheckFailed, Problem
+from benchc.compiler.paths import within_roots
 from benchc.compiler.registry import did_you_mean
 from benchc.compiler.spec.locate import index_lines, line_of
 
@@ -556,6 +557,12 @@ def make_missing_runs(loaded: PaperFile, make_run: MakeRun) -> list[str]:
         if config.make is None or not is_missing(run_dir):
             continue
         order = make_order(config.id, config.make, run_dir, loaded.folder, config.cache, config.store)
+        roots = [loaded.folder, *order.data_roots]
+        if order.answers is not None and not within_roots(order.answers, roots):  # e.g. "/etc/passwd"
+            raise PaperError(loaded.problem(
+                f"run[{index}].make.answers", f"answers {config.make.answers!r} lie outside the paper file's "
+                                              "folder and the recipe's data_roots (symlinks followed)",
+                hint="copy the answers under the paper file's folder and name them relative to it"))
         if not order.spec_file.is_file():
             raise PaperError(loaded.problem(f"run[{index}].make.spec_file", f"spec file {order.spec_file} not found",
                                             hint="spec_file is relative to the paper file"))

@@ -101,3 +101,19 @@ def test_disjoint_from_a_manifest_folder(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "eval-manifest")
     missing = cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
     assert missing.returncode == 2 and "cannot read the evaluation set eval-manifest" in missing.stderr
+
+
+@pytest.mark.parametrize("how", ["absolute", "parent", "symlink"])
+def test_disjoint_from_outside_the_spec_folder_is_refused(tmp_path: Path, how: str) -> None:
+    """Issue 28 item 7: `disjoint_from` read specs outside the spec's folder (also through a
+    symlink) and printed their record ids."""
+    outside = write_project(tmp_path / "elsewhere", name="eval")
+    project = tmp_path / "project"
+    project.mkdir()
+    if how == "symlink":
+        (project / "eval.toml").symlink_to(outside)
+    target = {"absolute": str(outside), "parent": "../elsewhere/eval.toml", "symlink": "eval.toml"}[how]
+    spec = write_project(project, name="train", extra=f'disjoint_from = "{target}"')
+    done = cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and not (tmp_path / "m").exists()
+    assert "split.disjoint_from[0]" in done.stderr and "outside the spec's folder" in done.stderr

@@ -92,3 +92,19 @@ def test_answers_and_backends_together_are_refused_naming_the_key(tmp_path: Path
     assert main(["reproduce", str(paper)]) == 2
     err = capsys.readouterr().err
     assert "run[0].make" in err and "answers" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("answers", ["/etc/passwd", "../outside.jsonl", "link.jsonl"])
+def test_answers_outside_the_paper_folder_are_refused(tmp_path: Path, answers: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28 item 7: a paper file's answers were read from anywhere, also through a symlink."""
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (tmp_path / "outside.jsonl").write_text('{"item_id": "x", "response": "secret"}\n')
+    (folder / "link.jsonl").symlink_to(tmp_path / "outside.jsonl")
+    paper = _paper(folder)
+    paper.write_text(paper.read_text().replace('answers = "answers.jsonl"', f'answers = "{answers}"'))
+    assert main(["reproduce", str(paper)]) == 2
+    err = capsys.readouterr().err
+    assert "run[0].make.answers" in err and "outside the paper file's folder" in err and "Traceback" not in err
+    assert "secret" not in err and not (folder / "runs").exists()
