@@ -141,12 +141,13 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
     from dataclasses import replace
 
     from .compiler.cas import ContentStore
+    from .compiler.folders import own_folder
     from .compiler.diff.version import check_source_version, check_spec_version
     from .runtime.model_client import RuntimeModelClient
 
     if check_version:
         check_spec_version(spec_path, overrides)
-    repaired = ContentStore(Path(cache_dir)).remove_damaged() if repair else []
+    repaired = ContentStore(own_folder(cache_dir, "cache", "--cache")).remove_damaged() if repair else []
     use_memo = use_memo and not repair
 
     client = RuntimeModelClient(Path(cache_dir), Path(store_dir), progress=progress)

@@ -31,6 +31,7 @@ from .disjoint import Footprint, footprint_of_records, refuse_overlap
 from .disjoint_from import guards as disjoint_guards
 from .errors import BenchcError, OpError, Problem, SpecError, SourceError
 from .expand import Progress, Variant, expand
+from .folders import own_folder
 from .ops.base import library_versions
 from .model_steps import ModelClient, ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, Manifest, ManifestModifiedError, check_output_dir,
@@ -104,7 +105,7 @@ def compile_spec(spec_path: Path | str, out_dir: Path | str, options: CompileOpt
     models = ModelSteps(options.model_client, data_roots(loaded, options), loaded.problem)
     model_pins = models.pin(resolved.nodes)  # fails fast: no client, a missing model
     select_pins = selection_kinds.pin(resolved.select, models) if resolved.select is not None else None
-    store = ContentStore(Path(options.cache_dir))
+    store = ContentStore(own_folder(options.cache_dir, "cache", "--cache"))
     remove_stale_staging(store.root / "compiled")  # ... and in the memo
     try:
         source = load_source(resolved, loaded, store, options)

@@ -34,6 +34,7 @@ from pathlib import Path
 from benchc.compiler.canonical import digest
 from benchc.compiler.cas import ContentStore
 from benchc.compiler.errors import Problem, RunError
+from benchc.compiler.folders import own_folder
 
 STORE_SCHEMA_VERSION = 2
 """The response store's format (``meta.schema``). A store of a newer version is refused on open
@@ -76,7 +77,7 @@ class ResponseStore:
                                      "and blobs/), on a disk with room, or a new path"))
 
     def _open(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        own_folder(self.root, "store", "--store")
         self.blobs = ContentStore(self.root / "blobs")
         self.db = sqlite3.connect(self.root / "responses.sqlite", timeout=120)
         try:

@@ -99,7 +99,7 @@ def test_a_store_that_is_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     (tmp_path / "s").write_text("not a folder")
     code, err = _run(capsys, manifest, tmp_path, "--model", "espeak")
     _one_error(code, err)
-    assert "--store: cannot open the response store" in err and "hint: --store must be a folder" in err
+    assert "--store:" in err and "is a file, not a folder" in err and "hint: pass --store a new folder" in err
 
 
 def test_a_store_whose_database_is_damaged(capsys: pytest.CaptureFixture[str], tmp_path: Path,
