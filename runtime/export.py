@@ -71,6 +71,7 @@ def export(manifest_dir: Path, out_dir: Path, fmt: str, store: ContentStore, *, 
     manifest = read_manifest(manifest_dir)
     key = target_key(manifest, target)
     found, skipped = examples(manifest, key)
+    _check_media(fmt, found)
     staging = make_staging_dir(out_dir)
     try:
         refs = _MediaRefs(store, staging, embed=media == "embed")
@@ -89,6 +90,26 @@ def export(manifest_dir: Path, out_dir: Path, fmt: str, store: ContentStore, *, 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ExportResult(out_dir, fmt, len(found), skipped, card["splits"], card["files"])
+
+
+CARRIES = {"llava": frozenset({"image"}), "sharegpt": frozenset({"image", "audio"})}
+"""The media each format can hold (the others, jsonl and hf-datasets, hold every kind)."""
+
+
+def _check_media(fmt: str, found: list[Example]) -> None:
+    """Refuse a format that cannot carry the examples' media, with the count, before anything is
+    written: `--format llava` of an audio manifest wrote examples with no audio, exit 0 (issue 28)."""
+    carried = CARRIES.get(fmt)
+    if carried is None:
+        return
+    lost = [e for e in found if any(kind not in carried for kind, _ in e.media)]
+    if lost:
+        kinds = sorted({kind for e in lost for kind, _ in e.media} - carried)
+        able = [name for name in FORMATS if name not in CARRIES or set(kinds) <= CARRIES[name]]
+        raise BenchcError(Problem(
+            f"--format {fmt} carries {', '.join(sorted(carried))} only: {len(lost)} of {len(found)} example(s) have "
+            f"{', '.join(kinds)} (e.g. {lost[0].id}), which it would leave out", key="--format",
+            hint=f"export them as {' or '.join(able)}"))
 
 
 def _check_out(out_dir: Path) -> None:

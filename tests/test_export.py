@@ -84,3 +84,20 @@ def test_an_unknown_target_is_named_with_the_targets_there_are(manifest, tmp_pat
     folder, cache = manifest
     done = cli("export", folder, "--format", "jsonl", "-o", tmp_path / "x", "--cache", cache, "--target", "answr")
     assert done.returncode == 2 and "did you mean 'answer'" in done.stderr
+
+
+def test_a_format_that_cannot_carry_the_media_refuses_with_the_count(tmp_path: Path) -> None:
+    """Issue 28 item 9: `--format llava` of an audio manifest wrote every example without its
+    audio and an empty prompt, exit 0."""
+    from conftest import SPECS
+
+    spec = SPECS / "examples" / "asr_invariance.toml"
+    cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "cache", "--set", "sample.n=1", check=True)
+    done = cli("export", tmp_path / "m", "--format", "llava", "-o", tmp_path / "out", "--cache", tmp_path / "cache")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+    assert "--format llava carries image only: 5 of 5 example(s) have audio" in done.stderr
+    assert "export them as sharegpt or jsonl or hf-datasets" in done.stderr
+    kept = cli("export", tmp_path / "m", "--format", "sharegpt", "-o", tmp_path / "sg", "--cache", tmp_path / "cache")
+    assert kept.returncode == 0, kept.stderr
+    rows = json.loads((tmp_path / "sg" / "all.json").read_text())
+    assert all(row["audios"] for row in rows)
