@@ -149,9 +149,11 @@ def read_manifest(root: Path, *, verify: bool = True) -> Manifest:
     try:
         lock = json.loads((root / LOCK_FILE).read_text(encoding="utf-8"))
         spec = json.loads((root / SPEC_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectoryError: a file given as the folder
         raise BenchcError(Problem(f"{root} is not a compiled manifest (no {LOCK_FILE}/{SPEC_FILE})",
-                                  hint="run `benchc compile SPEC -o DIR` first")) from None
+                                  hint="run `benchc compile SPEC -o DIR` first, and give its folder")) from None
+    except OSError as exc:  # a FIFO, no permission, a device
+        raise _unreadable(root, exc.strerror or str(exc)) from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise _unreadable(root, _first_line(exc)) from None
     if not isinstance(lock, dict) or not isinstance(spec, dict):

@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,8 +90,18 @@ def detect_format(path: Path, data: bytes) -> str:
     return "inspect" if path.suffix.lower() == ".json" else "jsonl"  # an indented .json: inspect's log
 
 
+MAX_ANSWERS_BYTES = int(os.environ.get("BENCHC_MAX_ANSWERS_MB", "2048")) * 2**20
+"""The largest answers file read (BENCHC_MAX_ANSWERS_MB, default 2048): `benchc import /dev/zero`
+never ended."""
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
+        if path.exists() and not path.is_file():  # a FIFO, a device (/dev/zero), a folder
+            raise problem_at(path, None, "not a regular file", "give the path of an answers file")
+        if path.exists() and path.stat().st_size > MAX_ANSWERS_BYTES:
+            raise problem_at(path, None, f"larger than {MAX_ANSWERS_BYTES // 2**20} MB",
+                             "raise the limit with BENCHC_MAX_ANSWERS_MB=N if the file is right")
         return path.read_bytes()
     except FileNotFoundError:
         raise problem_at(path, None, "no answers file",

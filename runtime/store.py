@@ -138,7 +138,17 @@ class ResponseStore:
         return [k for k in keys if k not in have]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, StoredResponse]:
-        keys = list(keys)
+        try:
+            return self._get_many(list(keys))
+        except sqlite3.OperationalError as exc:  # a text that is not UTF-8 (an edit behind benchc's back)
+            if "decode" not in str(exc):
+                raise
+            raise RunError(Problem(f"a stored answer is not UTF-8 text ({exc}): the response store was edited or "
+                                   "damaged", file=str(self.root / "responses.sqlite"), key="--store",
+                                   hint="restore the store from a copy, or pass --store a new folder (answers "
+                                        "are asked again)")) from None
+
+    def _get_many(self, keys: list[str]) -> dict[str, StoredResponse]:
         out: dict[str, StoredResponse] = {}
         for start in range(0, len(keys), 900):
             chunk = keys[start : start + 900]

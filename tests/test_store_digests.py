@@ -95,3 +95,25 @@ def test_the_cli_says_so_with_exit_2(tmp_path: Path) -> None:
         db.execute("UPDATE responses SET text = 'edited'")
     done = cli(*args)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "edited or damaged" in done.stderr
+
+
+def test_a_text_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    _store(tmp_path).close()
+    with sqlite3.connect(tmp_path / "responses.sqlite") as db:
+        db.execute("UPDATE responses SET text = CAST(X'fffe41' AS TEXT) WHERE key = ?", (ANSWERS[0][0],))
+    with pytest.raises(RunError, match="not UTF-8 text"):
+        ResponseStore(tmp_path).get_many([ANSWERS[0][0]])
+
+
+def test_an_answers_file_that_is_no_regular_file_is_refused(tmp_path: Path) -> None:
+    from conftest import cli
+
+    from conftest import SPECS
+
+    cli("compile", SPECS / "examples" / "paraphrase.toml", "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
+    for path in ("/dev/zero", tmp_path):  # /dev/zero was read for ever
+        done = cli("import", tmp_path / "m", path, "-o", tmp_path / "run")
+        assert done.returncode == 2 and "Traceback" not in done.stderr and "not a regular file" in done.stderr
+        assert not (tmp_path / "run").exists()
+    done = cli("check-disjoint", "/etc/hostname", "/etc/hostname")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "is not a compiled manifest" in done.stderr
