@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 from .defaults import DEFAULT_CACHE, DEFAULT_STORE
 
 
-def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resolved:
-    """Check a spec (names, params, templates, backends, metrics) and report every problem at once."""
+def validate(spec_path: Path | str, overrides: list[str] | None = None,
+             data_roots: list[Path] | None = None) -> Resolved:
+    """Check a spec (names, params, templates, backends, metrics, that the data files and folders
+    its source names exist in the spec's folder or ``data_roots``) and report every problem at once."""
     from .runtime.backends import BACKENDS
     from .runtime.embed import EMBEDDERS
     from .runtime.metrics import METRICS
@@ -52,9 +54,12 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None) -> Resol
     for problem in _model_step_backend_problems(loaded, resolved):
         problems.add(problem)
     if resolved is not None:  # a template bomb is refused here, not at the first compiled item
-        from .compiler.validate_data import sample_render_problems
+        from .compiler.validate_data import sample_render_problems, source_path_problems
 
         for problem in sample_render_problems(resolved, None):
+            problems.add(problem)
+        roots = [loaded.path.resolve().parent, *(Path(r).resolve() for r in data_roots or [])]
+        for problem in source_path_problems(resolved, roots):
             problems.add(problem)
     for problem in _select_problems(loaded):
         problems.add(problem)
@@ -79,7 +84,7 @@ def validate_data(spec_path: Path | str, overrides: list[str] | None = None, *,
     from .compiler.validate_data import validate_data as check_data
     from .runtime.backends import BACKENDS
 
-    resolved = validate(spec_path, overrides)
+    resolved = validate(spec_path, overrides, data_roots)
     path_backends = {name for name, cls in BACKENDS.items() if cls.target_is_path}
     return resolved, check_data(resolved, data_roots or [], limit, path_backends)
 

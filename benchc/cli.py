@@ -100,7 +100,7 @@ def validate(spec: SpecArg, set_: SetOpt = None,
     if data:
         resolved, found = api.validate_data(spec, set_, data_roots=data_root)
     else:
-        resolved, found = api.validate(spec, set_), None
+        resolved, found = api.validate(spec, set_, data_roots=data_root), None
     s = resolved.loaded.spec
     if fmt == "json":
         echo_json({"ok": True, "spec": spec, "benchmark": {"name": s.benchmark.name, "version": s.benchmark.version},

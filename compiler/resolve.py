@@ -390,6 +390,10 @@ def _check_input(loaded: LoadedSpec, op: Op, name: str, known: dict[str, Op], ke
     elif op.input_kind is not None and name in RESERVED_INPUTS:
         problems.add(loaded.problem(key, f"op {op.name!r} takes {op.input_kind}, not {name!r}",
                                     hint="name a record media (e.g. 'image') or an earlier node"))
+    elif op.input_kind == "text":  # a record's media are images and audio: a text comes from a node
+        nodes = [n.id for n in loaded.spec.node]
+        problems.add(loaded.problem(key, f"no node {name!r} makes the text op {op.name!r} takes",
+                                    hint=did_you_mean(name, nodes) or f"nodes: {', '.join(nodes)}"))
 
 
 def _template(loaded: LoadedSpec, source: str, key: str, problems: ProblemList) -> jinja2.Template | None:

@@ -138,6 +138,30 @@ def path_problems(resolved: Resolved, roots: list[Path], path_backends: Collecti
     return found
 
 
+SOURCE_PATH_PARAMS = ("path", "images", "audio", "annotations", "coco_images", "edited_images", "folder",
+                      "image_data", "instances", "questions", "relationships", "webqa_images", "files")
+"""Source params that name a file or folder of the data."""
+
+
+def source_path_problems(resolved: Resolved, roots: list[Path]) -> list[Problem]:
+    """Each data file and folder the spec's ``[source]`` names, resolved in the data roots as the
+    compile will: checked by plain ``validate`` too (a missing file said "ok" until ``--data``)."""
+    loaded = resolved.loaded
+    written = loaded.spec.source.params
+    found = []
+    for name in SOURCE_PATH_PARAMS:
+        values = written.get(name)
+        for index, value in enumerate(values if isinstance(values, list) else [values]):
+            if not isinstance(value, str) or not value:
+                continue
+            key = f"source.{name}" + (f"[{index}]" if isinstance(values, list) else "")
+            try:
+                resolve_in_roots(value, roots, key, str(loaded.path))
+            except SourceError as exc:
+                found += [loaded.problem(key, p.message, p.hint) for p in exc.problems]
+    return found
+
+
 def _named_paths(resolved: Resolved, path_backends: Collection[str]) -> Iterator[tuple[str, str]]:
     for node in resolved.all_nodes:
         for name, values in given_params(node).items():

@@ -57,3 +57,4 @@ def test_each_vendors_key_is_found(kind: str) -> None:
                                   "What is the capital of France?", "sk-learn is a library"])
 def test_ordinary_strings_are_not_secrets(text: str) -> None:
     assert secret_kinds(text) == []
+

@@ -251,6 +251,9 @@ class Prompt(Strict):
     system: str | dict[str, Any] | None = Field(None, description="the system prompt: " + TEMPLATE_SWEEP)
 
 
+MAX_NEW_TOKENS = 1_000_000
+"""The most new tokens an answer may ask for (2**63 - 1 was accepted; no model has such a context)."""
+
 GENERATION_SWEEPABLE = ("max_new_tokens", "temperature", "top_p", "seed")
 """The [generation] keys a spec may sweep (``n`` sets how many answers each item has)."""
 
@@ -261,7 +264,8 @@ class Generation(Strict):
     by ``model_dump``; the compiler checks and expands it (``compiler/settings.py``), and each
     item's own settings are ``for_item(attrs)``. Without sweeps the dump is what it always was."""
 
-    max_new_tokens: int = Field(64, gt=0, le=INT64_MAX)
+    max_new_tokens: int = Field(64, gt=0, le=MAX_NEW_TOKENS,
+                                description=f"new tokens per answer, at most {MAX_NEW_TOKENS:,}")
     temperature: float = Field(0.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     n: int = Field(1, ge=1, le=INT64_MAX, description="samples per input")
