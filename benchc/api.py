@@ -516,19 +516,27 @@ def export(manifest_dir: Path | str, out_dir: Path | str, fmt: str, *, cache_dir
 
 
 def check_disjoint(train_dir: Path | str, eval_dir: Path | str, *, cache_dir: Path | str = DEFAULT_CACHE,
-                   max_distance: int = 10) -> Any:
+                   max_distance: int = 10, text_threshold: float = 0.8) -> Any:
     """What two manifests share (``compiler/disjoint.py``): record ids, media and, for images whose
     pixels are in the compile cache, near duplicates at most ``max_distance`` dHash bits apart
-    (negative: not checked). Returns an ``Overlap``."""
+    (negative: not checked); and prompts, the same once normalised or near duplicates at a word
+    3-gram Jaccard of at least ``text_threshold`` (outside 0..1: exact only;
+    ``compiler/text_overlap.py``). Returns an ``Overlap``."""
+    from dataclasses import replace
+
     from .compiler.cas import ContentStore
     from .compiler.disjoint import footprint_of_manifest, overlap, with_near_duplicates
+    from .compiler.manifest import read_manifest
+    from .compiler.text_overlap import text_items, text_overlap
 
     mine, other = footprint_of_manifest(Path(train_dir)), footprint_of_manifest(Path(eval_dir))
-    found = overlap(mine, other)
+    texts = text_overlap(text_items(read_manifest(Path(train_dir)).items()),
+                         text_items(read_manifest(Path(eval_dir)).items()), text_threshold)
+    found = replace(overlap(mine, other), texts=texts)
     if max_distance < 0:
         return found
     store = ContentStore(Path(cache_dir))
     try:
-        return with_near_duplicates(found, mine, other, store, max_distance)
+        return replace(with_near_duplicates(found, mine, other, store, max_distance), texts=texts)
     finally:
         store.close()

@@ -47,17 +47,23 @@ def check_disjoint(train: Annotated[Path, typer.Argument(help="the training mani
                    max_distance: Annotated[int, typer.Option(
                        "--max-distance", help="images whose dHashes are at most this many bits (of 256) apart "
                                               "are near duplicates; -1: no near-duplicate check")] = 10,
+                   text_threshold: Annotated[float, typer.Option(
+                       "--text-threshold", help="prompts whose word 3-grams have at least this Jaccard similarity "
+                                                "are near duplicates; -1: exact (normalised) prompts only")] = 0.8,
                    fmt: OutputFormat = "text") -> None:
-    """Check that a training manifest shares no source record, media object or near-duplicate
-    image with an evaluation manifest. Exit 1 when they overlap."""
+    """Check that a training manifest shares no source record, media object, near-duplicate image
+    or prompt (the same once normalised, or a near duplicate) with an evaluation manifest. Exit 1
+    when they overlap."""
     from . import api
 
     check_format(fmt)
-    found = api.check_disjoint(train, evaluation, cache_dir=cache, max_distance=max_distance)
+    found = api.check_disjoint(train, evaluation, cache_dir=cache, max_distance=max_distance,
+                               text_threshold=text_threshold)
     if fmt == "json":
         echo_json(found.as_json())
     elif found.empty:
-        typer.echo(f"disjoint: {train} and {evaluation} share no record, media object or near-duplicate image")
+        typer.echo(f"disjoint: {train} and {evaluation} share no record, media object, near-duplicate image or "
+                   "prompt")
     else:
         typer.echo(f"overlap: {train} and {evaluation}")
         for line in found.lines():

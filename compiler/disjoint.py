@@ -22,6 +22,7 @@ from .manifest import read_manifest
 from .media import load_image
 from .phash import dhash, near_pairs
 from .spec.parse import LoadedSpec
+from .text_overlap import TextMatch
 from .values import Record
 
 SHOWN = 10
@@ -75,17 +76,21 @@ class Overlap:
     near: list[tuple[str, str, str, str, int]] = field(default_factory=list)
     unchecked: int = 0
     """images whose pixels were not in the compile cache (not checked for near duplicates)"""
+    texts: list[TextMatch] = field(default_factory=list)
+    """items whose prompts are the same (normalised) or near duplicates (``text_overlap.py``)"""
 
     @property
     def empty(self) -> bool:
-        return not (self.records or self.media or self.near)
+        return not (self.records or self.media or self.near or self.texts)
 
     def as_json(self) -> dict[str, Any]:
         return {"disjoint": self.empty, "records": self.records,
                 "media": [{"sha256": s, "record": a, "other_record": b} for s, a, b in self.media],
                 "near_duplicates": [{"sha256": s, "record": a, "other_sha256": t, "other_record": b, "distance": d}
                                     for s, a, t, b, d in self.near],
-                "images_not_checked": self.unchecked}
+                "images_not_checked": self.unchecked,
+                "texts": [{"how": m.how, "signal": m.signal, "item": m.item, "other_item": m.other_item,
+                           "jaccard": m.jaccard} for m in self.texts]}
 
     def lines(self) -> list[str]:
         """One line per kind of overlap, each naming the first SHOWN ids."""
@@ -98,6 +103,14 @@ class Overlap:
         if self.near:
             out.append(f"{len(self.near)} near-duplicate image pair(s): "
                        + _some([f"{a!r} ~ {b!r} ({d} bits apart)" for _, a, _, b, d in self.near], quote=False))
+        for how, said in (("exact", "the same prompt (normalised)"), ("near", "near-duplicate prompts")):
+            found = [m for m in self.texts if m.how == how]
+            if found:
+                both = sum(m.same_target for m in found)
+                out.append(f"{len(found)} item pair(s) with {said}, {both} with the same target too: "
+                           + _some([f"{m.item!r} ~ {m.other_item!r} ({m.signal}"
+                                    + (f", Jaccard {m.jaccard:.2f})" if how == "near" else ")") for m in found],
+                                   quote=False))
         return out
 
 

@@ -117,3 +117,34 @@ def test_disjoint_from_outside_the_spec_folder_is_refused(tmp_path: Path, how: s
     done = cli("compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
     assert done.returncode == 2 and "Traceback" not in done.stderr and not (tmp_path / "m").exists()
     assert "split.disjoint_from[0]" in done.stderr and "outside the spec's folder" in done.stderr
+
+
+def test_the_same_prompts_under_other_ids_are_caught_by_their_text(tmp_path: Path) -> None:
+    """Issue 28 item 10: a training copy of the evaluation prompts under renamed ids shares no
+    record and no media, and was reported disjoint. Exact (normalised) and near-duplicate prompts
+    are caught, and each match says which signal matched."""
+    from specfiles import write_rows_spec
+
+    node = '\n[[node]]\nid = "q"\nop = "text.field"\ninput = "record"\nparams.field = "question"\n'
+    questions = [f"In which year did event number {i} of the long history of the city happen?" for i in range(40)]
+    evaluation = [{"id": f"e{i}", "question": q, "answer": str(1900 + i)} for i, q in enumerate(questions)]
+    training = [{"id": f"t{i}", "question": q.upper().replace("?", " ?"), "answer": str(1900 + i)}
+                for i, q in enumerate(questions)]
+    training[0]["question"] = questions[0].replace("happen?", "happen exactly?")  # a near copy
+    training[1]["answer"] = "never"  # the same prompt with another target
+    for name, rows in (("eval", evaluation), ("train", training)):
+        spec = write_rows_spec(tmp_path / name, name, rows, node)
+        spec.write_text(spec.read_text() + '\n[[metric]]\nname = "general.accuracy"\ntarget = "answer"\n')
+        cli("compile", spec, "-o", tmp_path / f"m-{name}", "--cache", tmp_path / "cache", check=True)
+    done = cli("check-disjoint", tmp_path / "m-train", tmp_path / "m-eval", "--cache", tmp_path / "cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "39 item pair(s) with the same prompt (normalised), 38 with the same target too" in done.stdout
+    assert "1 item pair(s) with near-duplicate prompts, 1 with the same target too" in done.stdout
+    report = json.loads(cli("check-disjoint", tmp_path / "m-train", tmp_path / "m-eval", "--cache",
+                            tmp_path / "cache", "--format", "json").stdout)
+    near = [m for m in report["texts"] if m["how"] == "near"]
+    assert near == [{"how": "near", "signal": "prompt and target", "item": "t0#q", "other_item": "e0#q",
+                     "jaccard": near[0]["jaccard"]}] and 0.8 <= near[0]["jaccard"] < 1
+    exact_only = cli("check-disjoint", tmp_path / "m-train", tmp_path / "m-eval", "--cache", tmp_path / "cache",
+                     "--text-threshold", "-1")
+    assert "near-duplicate prompts" not in exact_only.stdout and exact_only.returncode == 1
