@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -608,8 +609,11 @@ def _environment_error(exc: BaseException) -> str | None:
                 return _disk_full(str(found[1]) if found else None)
             if not isinstance(exc, BenchcError) and _damaged(cause):
                 return f"{_damaged_store(cause)} is damaged: {cause}\n  hint: {_damaged_advice(cause)}"
-    for cause in chain:  # an op's error raised in a worker process holds the OSError only as text
-        said = DISK_FULL_TEXT.search(cause.render()) if isinstance(cause, BenchcError) else None
+    for cause in chain:  # an op's error raised in a worker process, and shutil.copytree's Error (one
+        # per file, its errno kept only as text: a memo copy onto a full disk), hold the OSError as text
+        text = cause.render() if isinstance(cause, BenchcError) else str(cause) if isinstance(cause, shutil.Error) \
+            else ""
+        said = DISK_FULL_TEXT.search(text)
         if said:
             return _disk_full(said["path"])
     return None

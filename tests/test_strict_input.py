@@ -322,3 +322,24 @@ def test_show_where_with_a_key_no_item_has_is_an_error(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(rows) == 6 and all(r["attrs"]["index"] == 1 for r in rows)
     assert cli("show", manifest, "--where", "perturbation=nothing", check=True).stdout.count("\n") == 1
+
+
+def test_a_full_disk_while_copying_the_memo_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28 item 8: shutil.copytree reports a full disk as shutil.Error, its errno only in text."""
+    import shutil
+
+    args = ["compile", str(_spec(tmp_path)), "-o", str(tmp_path / "m"), "--cache", str(tmp_path / "c"),
+            "--no-version-check"]
+    assert cli_module.main(args) == 0
+    capsys.readouterr()
+
+    def full(src: object, dst: object, **_: object) -> None:
+        raise shutil.Error([(str(src), str(dst), f"[Errno 28] No space left on device: '{dst}/items.parquet'")])
+
+    monkeypatch.setattr(shutil, "copytree", full)
+    args[3] = str(tmp_path / "m2")
+    assert cli_module.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: disk full while writing ") and "Traceback" not in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "m2").exists()
