@@ -35,7 +35,7 @@ from benchc.compiler.progress import PlainProgress
 from benchc.compiler.spec.models import Generation
 
 from .backends import Backend, BackendSpec, Request, Response, make_backend
-from .backends.base import BatchFailures
+from .backends.base import BatchFailures, kept_answers
 from .ledger import Ledger, Outcome, Strategy
 from .media import MediaSource
 from .store import ResponseStore
@@ -81,19 +81,27 @@ class InProcess(Strategy):
     def run(self, backend: Backend, batches: list[list[Request]], ledger: Ledger, media: MediaSource) -> None:
         if not backend.encodes_ahead:
             for mine in ledger.claimed(batches):
-                ledger.commit(mine, _answer(lambda b=mine: backend.run_batch(b, media)))
+                ledger.commit(mine, _answer(lambda b=mine: backend.run_batch(b, media), ledger, mine))
             return
         backend.prepare()  # load in this thread: the helper thread only encodes
         with ThreadPoolExecutor(1, thread_name_prefix="benchc-encode") as helper:
             _run_encoding_ahead(backend, iter(ledger.claimed(batches)), ledger, media, helper)
 
 
-def _answer(run: Callable[[], list[Response]]) -> Outcome:
-    """A batch's answers, or the ``BatchFailures`` of a batch that failed in part."""
+def _answer(run: Callable[[], list[Response]], ledger: Ledger | None = None,
+            batch: list[Request] | None = None) -> Outcome:
+    """A batch's answers, or the ``BatchFailures`` of a batch that failed in part. Interrupted
+    (Ctrl-C), the answers the backend got before it (``kept_answers``) are committed to ``ledger``
+    first: an interrupt loses only the requests still unanswered."""
     try:
         return run()
     except BatchFailures as failed:
         return failed
+    except KeyboardInterrupt as interrupted:
+        got = kept_answers(interrupted)
+        if ledger is not None and batch is not None and got and any(a is not None for a in got):
+            ledger.commit(batch, BatchFailures(got, {}, stopped=True))
+        raise
 
 
 def _run_encoding_ahead(backend: Backend, claimed: Iterator[list[Request]], ledger: Ledger, media: MediaSource,

@@ -751,3 +751,27 @@ def test_verify_chooses_the_same_requests_for_the_same_n() -> None:
     keys = [f"{i:064x}" for i in range(50)]
     assert chosen(keys, 5) == chosen(list(reversed(keys)), 5) and len(chosen(keys, 5)) == 5
     assert chosen(keys, 10)[:5] == chosen(keys, 5) and chosen(keys, 80) == chosen(keys, 50)
+
+
+def test_a_ctrl_c_keeps_the_answers_the_server_sent(server: FakeServer, key_env: None, tmp_path: Path) -> None:
+    """Issue 28 item 11: an interrupt lost the answers of the batch in flight (8 of 40 the server
+    had sent); they are stored, and only the requests still unanswered are asked again."""
+    import _thread
+
+    from benchc.runtime.executor import execute
+    from benchc.runtime.media import MediaSource
+    from benchc.runtime.store import ResponseStore
+
+    oa = backend(server, "concurrency=4")
+    server.plan = [("echo",), ("echo",), ("stall", 30.0), ("stall", 30.0)]
+    store = ResponseStore(tmp_path / "store")
+    timer = threading.Timer(1.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            execute(oa, requests(4), store, MediaSource(tmp_path / "cache", tmp_path / "store"), 1, "answer", False)
+    finally:
+        timer.cancel()
+        server.release.set()  # the stalled requests end at once
+    assert store.count() == 2  # the two answers that came back are kept
+    store.close()

@@ -99,6 +99,23 @@ class BatchFailures(BackendError):
         return (type(self), (self.answers, self.failures, self.stopped))
 
 
+ANSWERS_ATTR = "benchc_answers"
+"""The attribute ``keep_answers`` puts on an exception that interrupted a batch."""
+
+
+def keep_answers(exc: BaseException, answers: list[Response | None]) -> None:
+    """Attach the answers a batch got before ``exc`` (a Ctrl-C) stopped it, for the executor to
+    store before the exception goes on: no answer a server sent is thrown away."""
+    try:
+        setattr(exc, ANSWERS_ATTR, list(answers))
+    except (AttributeError, TypeError):  # an exception type that takes no attributes
+        pass
+
+
+def kept_answers(exc: BaseException) -> list[Response | None] | None:
+    return getattr(exc, ANSWERS_ATTR, None)
+
+
 MediaLoader = Callable[[str, str], bytes]
 """(kind, sha256) -> bytes: reads item media from the compile cache or audio from the store."""
 

@@ -154,7 +154,7 @@ from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.registry import did_you_mean
 
 from .base import (BACKENDS, Backend, BackendOptions, BackendSpec, BatchFailures, Flag, MediaLoader, Request,
-                   RequestFailure, Response, cut_at_stop)
+                   RequestFailure, Response, cut_at_stop, keep_answers)
 from .key_echo import echoes_key
 
 log = logging.getLogger(__name__)
@@ -609,8 +609,10 @@ class OpenAICompat(Backend):
             for thread in threads:
                 while thread.is_alive():
                     thread.join(0.2)  # short waits: a Ctrl-C that lands on a worker is seen here
-        except BaseException:
+        except BaseException as interrupted:  # a Ctrl-C: the answers that came back go with it, to be stored
             stop.set()
+            with lock:
+                keep_answers(interrupted, answers)
             raise
         if errors:
             raise errors[0]
