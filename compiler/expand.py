@@ -18,6 +18,7 @@ import importlib
 import json
 import logging
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -436,6 +437,9 @@ def expand(nodes: list[ResolvedNode], records: list[Record], spec_seed: int, sto
             result.by_node[node.id], ran, dropped = run_tasks(tasks, store, workers, roots, models, progress, pool)
             log.info("node %d/%d %s (%s): %d task(s), %d computed, %d dropped, %.1f s", index, len(nodes), node.id,
                      node.op.name, len(tasks), ran, sum(dropped.values()), time.monotonic() - started)
+            warning = node.op.output_warning([v.value for v in result.by_node[node.id]], store)
+            if warning:
+                print(f"warning: node {node.id} ({node.op.name}): {warning}", file=sys.stderr, flush=True)
             result.ops_run += ran
             if dropped:
                 result.dropped[node.id] = dropped

@@ -45,7 +45,7 @@ def text_table_spec(name: str, grid: str, rest: str, n: int | str = "{n}") -> st
     return _HEAD.format(name=name, n=n, grid=grid) + rest
 
 
-# The judge decodes with pocketsphinx's narrower first pass (as `make demo`): a fifth of the
+# The judge decodes with pocketsphinx's narrower first pass (`make demo`'s until whisper): a fifth of the
 # default's CPU per clip, for the many tests that run this spec to check the run, not the judge.
 MINI_SPEC = text_table_spec("mini", '["clean", "leet_letters", "random_swap"]', """\
 [prompt]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from ..cas import ContentStore
 from ..errors import OpError, Problem
@@ -37,6 +37,21 @@ class OpParams(BaseModel):
     """Base of every op's parameter schema: strict, frozen, defaults made explicit when hashed."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    added: ClassVar[frozenset[str]] = frozenset()
+    """Parameters added after the op's first release (as ``MetricParams.added``). They are left
+    out of the dumped params (the spec document and every node key) while at their default, so
+    adding one moves no existing spec's digest, node key or cached output; once set, they are
+    hashed like the others."""
+
+    @model_serializer(mode="wrap")
+    def _without_added_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.added:
+                if name in data and getattr(self, name) == type(self).model_fields[name].get_default(
+                        call_default_factory=True):
+                    del data[name]
+        return data
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,11 @@ class Op(ABC):
 
     @abstractmethod
     def apply(self, value: Value | None, params: Any, ctx: OpContext) -> OpOutput: ...
+
+    def output_warning(self, outputs: list[Value], store: ContentStore) -> str | None:
+        """A warning about a node's kept outputs, computed or cached (``audio.tts``: clips that are
+        mostly digital silence), logged once per node by ``expand``; None: nothing to say."""
+        return None
 
     def describe(self) -> str:
         return (self.__doc__ or "").strip().splitlines()[0] if self.__doc__ else ""

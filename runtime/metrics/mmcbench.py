@@ -167,7 +167,7 @@ class MMCBenchConsistency(Metric):
         assert data.embedder is not None
         notes = [
             *warnings,
-            f"Judge: '{data.stage_backend}' transcribes the speech; similarity: "
+            f"Judge: '{data.stage_backend}' transcribes the speech{judge_wer_note(data.items, params)}; similarity: "
             f"{data.embedder.fingerprint['embedder']}. MMCBench uses {PAPER_JUDGES['speech-to-text']} "
             f"and {PAPER_JUDGES['embedder']}: these are offline stand-ins, so scores are not "
             "comparable with the paper's numbers.",
@@ -197,6 +197,26 @@ class MMCBenchConsistency(Metric):
     @staticmethod
     def _norm(params: MMCBenchParams, text: str) -> str:
         return normalize_output(str(params.normalize), text)
+
+
+def judge_wer_note(items: list[ScoredItem], params: MMCBenchParams) -> str:
+    """`` (word error rate 0.25 on the 8 clean clips against the spoken text, ...)``: how well the
+    judge hears, where it can be known: the scored items carry no audio of their own (the speech
+    was made from each item's prompt by an earlier stage, text-to-speech), so a clean item's
+    prompt is what was spoken. The rate is a corpus rate (errors summed over reference words
+    summed, as ``general.wer``), Whisper-normalised. "" elsewhere (speech-to-text, captions)."""
+    from .errors import Edits, edits, normalize_text
+
+    clean = [i for i in items if is_value(i.attrs.get(params.over), params.reference)]
+    if not clean or any(kind == "audio" for i in clean for kind, _ in i.media):
+        return ""
+    pairs = [(normalize_text("whisper", i.prompt).strip(), normalize_text("whisper", i.responses[0]))
+             for i in clean if i.responses]
+    total = sum((edits(ref, hyp, "wer") for ref, hyp in pairs if ref), Edits())
+    if not total.reference:
+        return ""
+    return (f" (word error rate {total.errors / total.reference:.2f} on the {len(pairs)} clean clips against the "
+            "spoken text, Whisper-normalised)")
 
 
 def normalize_output(how: str, text: str) -> str:
