@@ -7,6 +7,9 @@ similarity of at least a declared threshold. Candidates come from datasketch's M
 permutations, seed 1: the same pairs every run), and each is confirmed on the exact Jaccard of its
 shingles, so a pair is never reported on the sketch's estimate alone. Each match says which signal
 matched: the prompt alone, or the prompt and the target.
+
+Only items without media are compared by text: "What is in the image?" asked of another image is
+another test, and images are compared by their bytes and perceptual hashes (``disjoint.py``).
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ class TextMatch:
 
 
 def text_items(frame: Any) -> list[TextItem]:
-    """The items of a manifest's items table (``item_id``, ``prompt``, ``targets``)."""
+    """The text-only items of a manifest's items table (``item_id``, ``prompt``, ``targets``,
+    ``media``): an item with media is its media's test, not its prompt's."""
+    columns = ("item_id", "prompt", "targets", "media")
+    rows = zip(*(frame.get_column(c).to_list() for c in columns))
     return [TextItem(i, p or "", json.dumps(json.loads(t or "{}"), sort_keys=True))
-            for i, p, t in zip(frame.get_column("item_id").to_list(), frame.get_column("prompt").to_list(),
-                               frame.get_column("targets").to_list())]
+            for i, p, t, media in rows if not json.loads(media or "[]")]
 
 
 def normalised(text: str) -> str:

@@ -230,15 +230,15 @@ def _listed(names: list[str]) -> str:
 
 
 def _table_row(path: Path, line: int, row: dict[str, Any], columns: dict[str, str]) -> AnswerRow:
-    key = _text(path, line, row.get(columns["key"]), columns["key"])
-    text = _text(path, line, row.get(columns["answer"]), columns["answer"])
+    key = cell_text(path, line, row.get(columns["key"]), columns["key"])
+    text = cell_text(path, line, row.get(columns["answer"]), columns["answer"])
     stage = row.get(STAGE_COLUMN)
-    return AnswerRow(line, key, _media(path, line, row.get(MEDIA_COLUMN)),
+    return AnswerRow(line, key, cell_media(path, line, row.get(MEDIA_COLUMN)),
                      None if stage in (None, "") else str(stage), _sample(path, line, row.get(SAMPLE_COLUMN)),
                      (text,))
 
 
-def _text(path: Path, line: int, value: Any, column: str) -> str:
+def cell_text(path: Path, line: int, value: Any, column: str) -> str:
     """A cell as text: a string, or an integer; anything else is refused, not converted."""
     if isinstance(value, str):
         return value
@@ -259,7 +259,7 @@ def _sample(path: Path, line: int, value: Any) -> int:
     raise problem_at(path, line, f"sample {value!r} is not a sample index (0, 1, ...)")
 
 
-def _media(path: Path, line: int, value: Any) -> tuple[str, ...] | None:
+def cell_media(path: Path, line: int, value: Any) -> tuple[str, ...] | None:
     if value is None or value == "" or value == []:
         return None
     hint = "benchc show --json MANIFEST lists each item's media sha256"

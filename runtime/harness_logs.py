@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .answer_files import ID_COLUMNS, MEDIA_COLUMN, AnswerRow, ImportOptions, _media, _text, problem_at
+from .answer_files import ID_COLUMNS, MEDIA_COLUMN, AnswerRow, ImportOptions, cell_media, cell_text, problem_at
 
 ZSTD_METHOD = 93
 """The zip compression method number of zstd (APPNOTE 4.4.5), the one inspect-ai writes."""
@@ -98,9 +98,9 @@ def _lm_eval_row(path: Path, line: int, obj: dict[str, Any], options: ImportOpti
     media = None
     if options.key == "prompt":
         key = _lm_eval_prompt(path, line, obj)
-        media = _media(path, line, (doc or {}).get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
+        media = cell_media(path, line, (doc or {}).get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
     elif doc is None and is_lmms_07(obj):
-        key = _text(path, line, obj["doc_id"], "doc_id")
+        key = cell_text(path, line, obj["doc_id"], "doc_id")
     else:
         key = _lm_eval_id(path, line, doc or {}, options.id_column)
     target = obj.get("target")
@@ -111,7 +111,7 @@ def _lm_eval_row(path: Path, line: int, obj: dict[str, Any], options: ImportOpti
 def _lm_eval_id(path: Path, line: int, doc: dict[str, Any], id_column: str | None) -> str:
     for name in ([id_column] if id_column else list(ID_COLUMNS)):
         if name in doc:
-            return _text(path, line, doc[name], f"doc.{name}")
+            return cell_text(path, line, doc[name], f"doc.{name}")
     raise problem_at(path, line, f"the sample's doc has no {' or '.join(f'doc.{n}' for n in ID_COLUMNS)}",
                      "match samples by their prompt with --key prompt, or name the doc field with --id-column")
 
@@ -252,7 +252,7 @@ def _inspect_row(path: Path, number: int, where: str, sample: Any, options: Impo
         if key is None:
             raise bad("its input holds no user message with text")
     else:
-        key = _text(path, number, sample["id"], "id")
+        key = cell_text(path, number, sample["id"], "id")
     output = sample.get("output")
     completion = output.get("completion") if isinstance(output, dict) else None
     if not isinstance(completion, str):
