@@ -246,6 +246,8 @@ class PaperFile:
 
 def load_paper(path: Path) -> PaperFile:
     path = Path(path)
+    if path.exists() and not path.is_file():  # a folder, a FIFO (a read would wait for ever), /dev/zero
+        raise PaperError(Problem("not a paper file", file=str(path), hint="give the path of a paper .toml file"))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
