@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -580,6 +579,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _say(usage_error_text(exc))
         return 2 if exc.exit_code in (1, 2) else exc.exit_code
+    except Exception as exc:  # a library that words a full disk in its own error (polars), else a bug
+        message = _environment_error(exc)
+        if message is None:
+            raise
+        _say(f"error: {message}")
+        return ENVIRONMENT_EXIT
     finally:
         reset_logging()
 
@@ -609,13 +614,12 @@ def _environment_error(exc: BaseException) -> str | None:
                 return _disk_full(str(found[1]) if found else None)
             if not isinstance(exc, BenchcError) and _damaged(cause):
                 return f"{_damaged_store(cause)} is damaged: {cause}\n  hint: {_damaged_advice(cause)}"
-    for cause in chain:  # an op's error raised in a worker process, and shutil.copytree's Error (one
-        # per file, its errno kept only as text: a memo copy onto a full disk), hold the OSError as text
-        text = cause.render() if isinstance(cause, BenchcError) else str(cause) if isinstance(cause, shutil.Error) \
-            else ""
+    for cause in chain:  # an op's error raised in a worker process, shutil.copytree's Error (a memo copy)
+        # and polars' ComputeError (a parquet write) hold the OSError only as text
+        text = cause.render() if isinstance(cause, BenchcError) else str(cause)
         said = DISK_FULL_TEXT.search(text)
         if said:
-            return _disk_full(said["path"])
+            return _disk_full(said["path"] or (None if isinstance(cause, BenchcError) else _written_path(cause)))
     return None
 
 
@@ -655,9 +659,12 @@ def _damaged_advice(exc: sqlite3.DatabaseError) -> str:
     return f"move it aside (or delete it) and rerun; {cost}"
 
 
-DISK_FULL_TEXT = re.compile(r"\[Errno (?:" + "|".join(map(str, sorted(DISK_FULL)))
-                            + r")\][^:'\n]*(?:: '(?P<path>[^'\n]+)')?")
-"""A full disk as an OSError's text says it (``[Errno 28] No space left on device: 'PATH'``)."""
+_CODES = "|".join(map(str, sorted(DISK_FULL)))
+DISK_FULL_TEXT = re.compile(r"\[Errno (?:" + _CODES + r")\][^:'\n]*(?:: '(?P<path>[^'\n]+)')?|\(os error (?:"
+                            + _CODES + r")\)")
+"""A full disk as an OSError's text says it (``[Errno 28] No space left on device: 'PATH'``), or
+as Rust libraries do (polars' parquet writer: ``ComputeError: ... No space left on device (os
+error 28)``, measured on a full tmpfs: no OSError, so it was a traceback)."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -679,11 +686,12 @@ def _frames(exc: BaseException) -> list[Any]:
     return [frame for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__)))]
 
 
-def _written_path(exc: OSError) -> str | None:
+def _written_path(exc: BaseException) -> str | None:
     """The file a failed write was writing: the error's own, else the innermost ``path``-like
     local of the frames it passed through (a write to an open file names none)."""
-    if exc.filename is not None:
-        return os.fsdecode(exc.filename)
+    filename = getattr(exc, "filename", None)
+    if filename is not None:
+        return os.fsdecode(filename)
     for frame in _frames(exc):
         for name in ("path", "target", "out_dir", "tmp", "staging"):
             value = frame.f_locals.get(name)

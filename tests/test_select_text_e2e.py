@@ -10,16 +10,19 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import ROOT, SPECS, cli
+from conftest import ROOT, SPECS, cli_process
 
 pytestmark = pytest.mark.slow
 
 SPEC = SPECS / "mmcbench" / "text2speech_hard_text.toml"
 
 
-def test_the_bundled_text_selection_compiles_to_its_committed_lock(tmp_path: Path, shared_cache: Path) -> None:
-    done = cli("compile", SPEC, "-o", tmp_path / "m", "--cache", shared_cache, "--store", tmp_path / "store",
-               check=True)
+def test_the_bundled_text_selection_compiles_to_its_committed_lock(tmp_path: Path) -> None:
+    # a process and a cache of its own: in the full suite (2026-12-06, twice) the selection's scores
+    # differed from the committed lock in the sixth decimal, never when run alone or after the tests
+    # that compile the same spec; which state of a shared worker moves them is not found yet
+    done = cli_process("compile", SPEC, "-o", tmp_path / "m", "--cache", tmp_path / "cache", "--store",
+                       tmp_path / "store", check=True)
     assert "select: kept 10 of 40 candidate records, hardest text under 400 probes" in done.stdout
     lock = json.loads((tmp_path / "m" / "lock.json").read_text())
     committed = json.loads((ROOT / "generated" / "mmcbench" / "text2speech_hard_text.lock.json").read_text())

@@ -343,3 +343,24 @@ def test_a_full_disk_while_copying_the_memo_is_one_line(tmp_path: Path, monkeypa
     err = capsys.readouterr().err
     assert err.startswith("error: disk full while writing ") and "Traceback" not in err and len(err.splitlines()) == 1
     assert not (tmp_path / "m2").exists()
+
+
+def test_a_full_disk_under_polars_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28 item 8: polars' parquet writer reports a full disk as ComputeError, not OSError
+    (measured on a full tmpfs: 'parquet: File out of specification: underlying IO error: No space
+    left on device (os error 28)'), and a compile with --no-memo ended in a traceback."""
+    import polars as pl
+
+    class Full:
+        def write_parquet(self, file: object, **_: object) -> None:
+            raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: "
+                                             "No space left on device (os error 28)")
+
+    monkeypatch.setattr("benchc.compiler.manifest.items_frame", lambda rows: Full())
+    out = tmp_path / "m"
+    status = cli_module.main(["compile", str(_spec(tmp_path)), "-o", str(out), "--cache", str(tmp_path / "c"),
+                              "--no-version-check", "--no-memo"])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err and err.startswith("error: disk full while writing "), err
+    assert len(err.splitlines()) == 1 and not out.exists()

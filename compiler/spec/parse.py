@@ -41,7 +41,8 @@ class LoadedSpec:
 def load_spec(path: Path | str, overrides: list[str] | None = None) -> LoadedSpec:
     path = Path(path)
     if path.exists() and not path.is_file():  # a folder, a FIFO (a read would wait for ever), /dev/zero
-        raise SpecError(Problem("not a spec file", file=str(path), hint="give the path of a .toml spec file"))
+        raise SpecError(Problem("cannot read the spec: not a regular file (a folder, a FIFO or a device)",
+                                file=str(path), hint="give the path of a .toml spec file"))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
