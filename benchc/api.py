@@ -234,12 +234,33 @@ def score(run_dir: Path | str, manifest_dir: Path | str | None = None, *, cache_
                      store_dir=Path(store_dir))
 
 
-def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], manifest_dir: Path | str | None = None) -> Any:
-    """Write a scored run's results in lm-evaluation-harness's schema (``RUN/lm-eval/``:
-    results.json and a per-sample JSONL); ``scores`` is what ``score`` returned for it."""
-    from .runtime.export_lmeval import export_lm_eval as export
+def score_for_export(run_dir: Path | str, manifest_dir: Path | str | None = None, *,
+                     cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE) -> tuple[Any, Any]:
+    """``score``, with the metrics' results too (their per-unit values, which exports write)."""
+    from .runtime.score import score_results
 
-    return export(Path(run_dir), scores, Path(manifest_dir) if manifest_dir else None)
+    return score_results(Path(run_dir), Path(manifest_dir) if manifest_dir else None, cache_dir=Path(cache_dir),
+                         store_dir=Path(store_dir))
+
+
+def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], results: list[Any],
+                   manifest_dir: Path | str | None = None, *, cache_dir: Path | str = DEFAULT_CACHE,
+                   store_dir: Path | str = DEFAULT_STORE) -> Any:
+    """Write a scored run as lm-evaluation-harness writes its output folder
+    (``RUN/lm-eval/<model>/``: ``results_<datetime>.json``, one ``samples_<task>_<datetime>.jsonl``
+    per task, the items' media); ``scores`` and ``results`` are what ``score_for_export``
+    returned for it."""
+    from .runtime.export_lmeval import export_lm_eval as export
+    from .runtime.media import MediaSource
+
+    source: MediaSource | None = None
+
+    def media(kind: str, sha256: str) -> bytes:
+        nonlocal source
+        source = source or MediaSource(Path(cache_dir), Path(store_dir))
+        return source(kind, sha256)
+
+    return export(Path(run_dir), scores, results, Path(manifest_dir) if manifest_dir else None, media)
 
 
 def import_answers(manifest_dir: Path | str, answers: Path | str, run_dir: Path | str, *, key: str = "id",

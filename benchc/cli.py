@@ -293,9 +293,9 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
               "--manifest", help="the run's manifest, if it moved (its digest must match the run's)")] = None,
           cache: CacheOpt = DEFAULT_CACHE, store: StoreOpt = DEFAULT_STORE,
           format_: Annotated[str, typer.Option(
-              "--format", "-f", help="benchc (scores.json), lm-eval: also RUN_DIR/lm-eval/results.json and a "
-                                     "per-sample JSONL in lm-evaluation-harness's schema, or json: scores.json, "
-                                     "also printed on stdout")] = "benchc") -> None:
+              "--format", "-f", help="benchc (scores.json), lm-eval: also RUN_DIR/lm-eval/<model>/, lm-evaluation-"
+                                     "harness's output folder (results_<datetime>.json, a samples file per task), "
+                                     "or json: scores.json, also printed on stdout")] = "benchc") -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
     from .compiler.errors import BenchcError, Problem
@@ -303,7 +303,10 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
     if format_ not in SCORE_FORMATS:
         raise BenchcError(Problem(f"unknown --format {format_!r}", key="--format",
                                   hint=f"one of {', '.join(SCORE_FORMATS)}"))
-    scores = api.score(run_dir, manifest, cache_dir=cache, store_dir=store)
+    if format_ == "benchc" or format_ == "json":
+        scores, results = api.score(run_dir, manifest, cache_dir=cache, store_dir=store), []
+    else:
+        scores, results = api.score_for_export(run_dir, manifest, cache_dir=cache, store_dir=store)
     if format_ == "json":
         echo_json(scores)
     else:
@@ -313,9 +316,10 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
             if str(note).startswith("WARNING:"):
                 typer.echo(f"  {metric.get('name')}: {note}", err=True)
     if format_ == "lm-eval":
-        export = api.export_lm_eval(run_dir, scores, manifest)
-        typer.echo(f"lm-eval: {export.tasks} task(s) -> {export.results}; {export.samples_written} sample(s) "
-                   f"-> {export.samples}")
+        export = api.export_lm_eval(run_dir, scores, results, manifest, cache_dir=cache, store_dir=store)
+        media = f", {export.media} media file(s)" if export.media else ""
+        typer.echo(f"lm-eval: {export.tasks} task(s) -> {export.results}; {export.samples_written} sample(s) in "
+                   f"{len(export.samples)} samples file(s){media} -> {export.folder}")
 
 
 @app.command("import")

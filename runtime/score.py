@@ -102,6 +102,13 @@ class _LazyModels:
 
 def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = DEFAULT_CACHE,
               store_dir: Path = DEFAULT_STORE, derived: Manifest | None = None) -> dict[str, Any]:
+    """``score_results`` without the metrics' results: scores.json's content."""
+    return score_results(run_dir, manifest_dir, cache_dir=cache_dir, store_dir=store_dir, derived=derived)[0]
+
+
+def score_results(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Path = DEFAULT_CACHE,
+                  store_dir: Path = DEFAULT_STORE,
+                  derived: Manifest | None = None) -> tuple[dict[str, Any], list[MetricResult]]:
     """Score a run with its manifest's metrics; ``manifest_dir`` stands in for the manifest the
     run recorded (moved or copied), and must have the same digest. ``cache_dir`` and
     ``store_dir`` (the run's) are read only by metrics that look at media (MMCBench's CLIP ones).
@@ -128,7 +135,7 @@ def score_run(run_dir: Path, manifest_dir: Path | None = None, *, cache_dir: Pat
                     model=record.model, items=items.height, rules=RULES_VERSION,
                     metrics=[_result_record(r) for r in results]).to_json()
     write_text(run_dir / SCORES_FILE, json.dumps(scores, indent=2, sort_keys=True) + "\n", "scores")
-    return scores
+    return scores, results
 
 
 def _score_metric(metric: Any, spec: Spec, items: pl.DataFrame, responses: pl.DataFrame, record: RunRecord,

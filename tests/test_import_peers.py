@@ -355,8 +355,9 @@ def test_a_metric_twice_keeps_each_ones_parameters_in_configs(peers: Peers) -> N
     peers.scored("inspect", log)
     run = max(peers.root.glob("r-inspect-*"), key=lambda p: p.stat().st_mtime)
     assert run_cli("score", run, "--format", "lm-eval", *peers.common) == 0
-    configs = json.loads((run / "lm-eval" / "results.json").read_text())["configs"]
-    first, second = (configs[f"peers/capitals_inspect:general.accuracy#{k}"]["metadata"]["benchc_params"]
+    [results] = (run / "lm-eval").glob("*/results_*.json")
+    configs = json.loads(results.read_text())["configs"]
+    first, second = (configs[f"peers_capitals_inspect_general_accuracy_{k}"]["metadata"]["benchc_params"]
                      for k in (1, 2))
     assert first["correct"] == "substring"
     assert second["correct"]["rule"] == "lm_eval_exact"

@@ -41,6 +41,20 @@ class MetricInput:
     models: Any = None  # a ModelClient (compiler/model_steps.py) for judges: asks through the response store
 
 
+@dataclass(frozen=True)
+class Unit:
+    """What one row's value is the mean of, one unit at a time: an item (accuracy, flips against
+    its reference) or a group (agreement, worst case), with the unit's own values of the row's
+    columns as fractions (0-1). Exports that keep a value per sample (``score --format lm-eval``)
+    write them; scores.json does not hold them."""
+
+    row: int  # the index of the row in ``MetricResult.rows``
+    kind: str  # "item" or "group"
+    id: str  # the item id or the group id
+    items: tuple[str, ...]  # the ids of the items the unit covers, in item order
+    values: dict[str, float | None]
+
+
 @dataclass
 class MetricResult:
     name: str
@@ -48,6 +62,7 @@ class MetricResult:
     rows: list[dict[str, Any]]
     details: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)  # per-sample values, where the metric has them
 
 
 def split_by(items: list[ScoredItem], by: list[str]) -> dict[tuple[Any, ...], list[ScoredItem]]:
@@ -121,6 +136,13 @@ class Metric(ABC):
     """The parameter schema (``@metric`` registers it for the compiler too)."""
     uses_embedder: ClassVar[bool] = True
     """False: ``score`` never touches ``data.embedder`` (the runtime then loads none)."""
+    percent_columns: ClassVar[frozenset[str]] = frozenset()
+    """The columns the metric reports in percent (0-100); exports that want fractions divide them."""
+
+    def in_percent(self, columns: list[str]) -> set[str]:
+        """Which of a result's ``columns`` are in percent (a metric with columns named by its
+        parameters, such as a judge's labels, says so here)."""
+        return {c for c in columns if c in self.percent_columns}
 
     def needs_embedder(self, params: Any) -> bool:
         """Whether scoring with ``params`` reads ``data.embedder``."""

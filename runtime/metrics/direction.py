@@ -153,6 +153,7 @@ def walk(items: list[ScoredItem], order: list[str], params: DirectionParams) -> 
 @metric("general.direction", DirectionParams)
 class Direction(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"groups_hold", "steps_hold", "ci_low", "ci_high", "steps_ci_low", "steps_ci_high"})
 
     def score(self, params: DirectionParams, data: MetricInput) -> MetricResult:
         kept = [i for i in data.items if i.attrs.get(params.over) is not None]

@@ -163,6 +163,9 @@ class ErrorRate(Metric):
     uses_embedder = False
     unit: ClassVar[str]
 
+    def in_percent(self, columns: list[str]) -> set[str]:
+        return {c for c in columns if c in (self.unit, "ci_low", "ci_high")}
+
     def score(self, params: ErrorRateParams, data: MetricInput) -> MetricResult:
         rows, tallies = [], []
         for key, part in split_by(data.items, params.by).items():

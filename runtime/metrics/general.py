@@ -38,7 +38,7 @@ from benchc.compiler.metrics import AccuracyParams, AgreementParams, Consistency
 from ..answers import correctness_note, is_correct
 
 from benchc.compiler.similarity import cosine
-from .base import Metric, MetricInput, MetricResult, ScoredItem, groups_of, split_by, target_value, metric
+from .base import Metric, MetricInput, MetricResult, ScoredItem, Unit, groups_of, split_by, target_value, metric
 from .mmcbench import anchored_groups, left_out_note
 from .text import bootstrap_ratio, is_short_answer, normalize_answer, short_pairs_note, yes_no
 
@@ -104,8 +104,29 @@ def _in_split(items: list[ScoredItem], by: list[str]) -> list[tuple[tuple[Any, .
     return [(key, {i.item_id for i in part}) for key, part in split_by(items, by).items()]
 
 
+INTERVALS = frozenset({"ci_low", "ci_high"})
+
+
+def _share(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _item_units(row: int, tallies: dict[str, dict[str, list[float]]], refs: dict[str, str]) -> list[Unit]:
+    """One unit per perturbed item, followed by the reference item it was compared with (``refs``):
+    ``tallies`` item id -> column -> [count, of], in the order met."""
+    return [Unit(row, "item", item, (item, refs[item]), {c: _share(*v) for c, v in columns.items()})
+            for item, columns in tallies.items()]
+
+
+def _references(anchored: list[tuple[ScoredItem, list[ScoredItem]]]) -> dict[str, str]:
+    """perturbed item id -> the id of its group's reference item."""
+    return {item.item_id: ref.item_id for ref, others in anchored for item in others}
+
+
 @metric("general.agreement", AgreementParams)
 class Agreement(Metric):
+    percent_columns = frozenset({"agreement", "similarity", *INTERVALS})
+
     def needs_embedder(self, params: AgreementParams) -> bool:
         return params.match == "embedding"
 
@@ -120,7 +141,8 @@ class Agreement(Metric):
                 for y in range(x + 1, len(answers)):
                     (ia, a), (ib, b) = answers[x], answers[y]
                     pairs.append((g, ia, ib, matcher.agree(a, b), matcher.similarity(a, b)))
-        rows = []
+        rows: list[dict[str, Any]] = []
+        units: list[Unit] = []
         for key, ids in _in_split(data.items, params.by):
             if params.pairs_by == "touching":
                 mine = [p for p in pairs if p[1] in ids or p[2] in ids]
@@ -139,15 +161,34 @@ class Agreement(Metric):
             if params.match == "embedding":
                 row["similarity"] = 100 * float(np.mean([p[4] for p in mine])) if mine else None
             rows.append(row)
+            units.extend(self._units(len(rows) - 1, mine, groups, params.match == "embedding"))
         columns = [*params.by, "groups", "pairs", "agreement", "ci_low", "ci_high"]
         if params.match == "embedding":
             columns.append("similarity")
         notes = [*_short_note(matcher, "agreement"), _note(params, data)]
-        return MetricResult(self.name, columns, rows, notes=notes)
+        return MetricResult(self.name, columns, rows, notes=notes, units=units)
+
+    @staticmethod
+    def _units(row: int, pairs: list[tuple[Any, ...]], groups: dict[str, list[ScoredItem]],
+               similar: bool) -> list[Unit]:
+        """One unit per group with a pair in the row: the share of its pairs that agree."""
+        names = list(groups)
+        mine: dict[int, list[tuple[Any, ...]]] = {}
+        for pair in pairs:
+            mine.setdefault(pair[0], []).append(pair)
+        units = []
+        for g, kept in mine.items():
+            values: dict[str, float | None] = {"agreement": sum(p[3] for p in kept) / len(kept)}
+            if similar:
+                values["similarity"] = float(np.mean([p[4] for p in kept]))
+            units.append(Unit(row, "group", names[g], tuple(i.item_id for i in groups[names[g]]), values))
+        return units
 
 
 @metric("general.flip_rate", FlipRateParams)
 class FlipRate(Metric):
+    percent_columns = frozenset({"flip_rate", "right_to_wrong", "wrong_to_right", *INTERVALS})
+
     def needs_embedder(self, params: FlipRateParams) -> bool:
         return params.flip == "answer" and params.match == "embedding"
 
@@ -168,9 +209,11 @@ class FlipRate(Metric):
                                     is_correct(b, truth, params.correct, item.prompt))
                         comparisons.append((g, item.item_id, was != now, was and not now, now and not was))
         perturbed = [i for _, others in anchored for i in others]
-        rows = []
+        rows: list[dict[str, Any]] = []
+        units: list[Unit] = []
         for key, ids in _in_split(perturbed, params.by):
             mine = [c for c in comparisons if c[1] in ids]
+            units.extend(self._units(len(rows), mine, params.flip == "correctness", _references(anchored)))
             per_group: dict[int, list[float]] = {}
             for c in mine:
                 per_group.setdefault(c[0], [0.0, 0.0])
@@ -192,22 +235,38 @@ class FlipRate(Metric):
                  f"Reference: the item with {params.over} = {params.reference!r} of each group "
                  f"({len(anchored)} groups have exactly one).",
                  *left_out_note(data.items, params.over)]
-        return MetricResult(self.name, columns, rows, notes=notes)
+        return MetricResult(self.name, columns, rows, notes=notes, units=units)
+
+    @staticmethod
+    def _units(row: int, comparisons: list[tuple[Any, ...]], correctness: bool, refs: dict[str, str]) -> list[Unit]:
+        """One unit per perturbed item: the share of its comparisons that flipped."""
+        tallies: dict[str, dict[str, list[float]]] = {}
+        names = ["flip_rate", "right_to_wrong", "wrong_to_right"] if correctness else ["flip_rate"]
+        for c in comparisons:
+            columns = tallies.setdefault(c[1], {n: [0.0, 0.0] for n in names})
+            for n, flag in zip(names, c[2:]):
+                columns[n][0] += flag
+                columns[n][1] += 1
+        return _item_units(row, tallies, refs)
 
 
 @metric("general.worst_case", WorstCaseParams)
 class WorstCase(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"accuracy", "acc_ci_low", "acc_ci_high", "worst_case", *INTERVALS})
 
     def score(self, params: WorstCaseParams, data: MetricInput) -> MetricResult:
-        rows = []
+        rows: list[dict[str, Any]] = []
+        units: list[Unit] = []
         for key, part in split_by(data.items, params.by).items():
             worst, right, answers = [], [], []
-            for group in groups_of(part).values():
+            for group_id, group in groups_of(part).items():
                 correct = [is_correct(r, targets_of(item, params.target), params.correct, item.prompt)
                            for item in group for r in item.responses]
                 if not correct:
                     continue
+                units.append(Unit(len(rows), "group", group_id, tuple(i.item_id for i in group),
+                                  {"accuracy": sum(correct) / len(correct), "worst_case": float(all(correct))}))
                 worst.append(float(all(correct)))
                 right.append(float(sum(correct)))
                 answers.append(float(len(correct)))
@@ -220,7 +279,7 @@ class WorstCase(Metric):
                          **percent_interval(worst, ones, params)})
         columns = [*params.by, "groups", "answers", "accuracy", "acc_ci_low", "acc_ci_high", "worst_case",
                    "ci_low", "ci_high"]
-        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+        return MetricResult(self.name, columns, rows, notes=[_note(params, data)], units=units)
 
 
 def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> dict[str, Any]:
@@ -235,21 +294,25 @@ def _ratio_row(per_group: dict[Any, list[float]], params: Any, column: str) -> d
 @metric("general.accuracy", AccuracyParams)
 class Accuracy(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"accuracy", *INTERVALS})
 
     def score(self, params: AccuracyParams, data: MetricInput) -> MetricResult:
-        rows = []
+        rows: list[dict[str, Any]] = []
+        units: list[Unit] = []
         for key, part in split_by(data.items, params.by).items():
             per_group: dict[str, list[float]] = {}
             for item in part:
                 targets = targets_of(item, params.target)
                 counts = per_group.setdefault(item.group_id, [0.0, 0.0])
-                for response in item.responses:
-                    counts[0] += is_correct(response, targets, params.correct, item.prompt)
-                    counts[1] += 1
+                right = [is_correct(response, targets, params.correct, item.prompt) for response in item.responses]
+                counts[0] += sum(right)
+                counts[1] += len(right)
+                units.append(Unit(len(rows), "item", item.item_id, (item.item_id,),
+                                  {"accuracy": _share(sum(right), len(right))}))
             row = {**dict(zip(params.by, key)), "items": len(part), **_ratio_row(per_group, params, "accuracy")}
             rows.append(row)
         columns = [*params.by, "items", "groups", "accuracy", "ci_low", "ci_high"]
-        return MetricResult(self.name, columns, rows, notes=[_note(params, data)])
+        return MetricResult(self.name, columns, rows, notes=[_note(params, data)], units=units)
 
 
 class _Relations:
@@ -276,6 +339,8 @@ class _Relations:
 
 @metric("general.consistency", ConsistencyParams)
 class Consistency(Metric):
+    percent_columns = frozenset({"holds", *INTERVALS})
+
     def needs_embedder(self, params: ConsistencyParams) -> bool:
         return params.match == "embedding" and "same" in (params.relation, *params.relations.values())
 
@@ -287,14 +352,20 @@ class Consistency(Metric):
                   relations.holds(relations.relation_of(item), ref, a, item, b))
                  for ref, others in anchored for item in others for a, b in zip(ref.responses, item.responses)]
         perturbed = [i for _, others in anchored for i in others]
-        rows = []
+        rows: list[dict[str, Any]] = []
+        units: list[Unit] = []
         for key, ids in _in_split(perturbed, params.by):
             for relation in sorted({p[2] for p in pairs if p[1] in ids}):
                 per_group: dict[str, list[float]] = {}
-                for group, _, _, held in (p for p in pairs if p[1] in ids and p[2] == relation):
+                tallies: dict[str, dict[str, list[float]]] = {}
+                for group, item_id, _, held in (p for p in pairs if p[1] in ids and p[2] == relation):
                     counts = per_group.setdefault(group, [0.0, 0.0])
                     counts[0] += held
                     counts[1] += 1
+                    mine = tallies.setdefault(item_id, {"holds": [0.0, 0.0]})["holds"]
+                    mine[0] += held
+                    mine[1] += 1
+                units.extend(_item_units(len(rows), tallies, _references(anchored)))
                 rows.append({**dict(zip(params.by, key)), "relation": relation,
                              "pairs": int(sum(v[1] for v in per_group.values())),
                              **_ratio_row(per_group, params, "holds")})
@@ -303,7 +374,7 @@ class Consistency(Metric):
                  f"Pairs: each item against the item with {params.over} = {params.reference!r} of its record "
                  f"({len(anchored)} records have one); opposite: one answer reads yes and the other no.",
                  *left_out_note(data.items, params.over)]
-        return MetricResult(self.name, columns, rows, notes=notes)
+        return MetricResult(self.name, columns, rows, notes=notes, units=units)
 
 
 def _note(params: Any, data: MetricInput) -> str:

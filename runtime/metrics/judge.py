@@ -71,6 +71,11 @@ class JudgeScore(Metric):
 
     uses_embedder = False
 
+    def in_percent(self, columns: list[str]) -> set[str]:
+        """The shares of labels (and of "yes") are percent; a scale's mean is on the judge's scale.
+        The value columns come last, after the counts (``score``'s ``columns``)."""
+        return set(columns[columns.index("unreadable") + 1:]) - {"mean"} if "unreadable" in columns else set()
+
     def score(self, params: JudgeParams, data: MetricInput) -> MetricResult:
         if data.models is None:
             raise RunError(Problem("judge.score needs a model client (benchc score gives one)"))

@@ -171,6 +171,7 @@ REFUSAL_TYPES = ("counterfactual", "conflicting", "negative")
 @metric("koala.accuracy", KoalaParams)
 class KoalaAccuracy(Metric):
     uses_embedder = False
+    percent_columns = frozenset({*CELLS, "accuracy", "acknowledged"})
 
     def score(self, params: KoalaParams, data: MetricInput) -> MetricResult:
         bags = BagOfWords()

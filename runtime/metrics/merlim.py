@@ -276,6 +276,7 @@ def _pct(value: float | None) -> float | None:
 @metric("merlim.recognition", MerlimRecognitionParams)
 class MerlimRecognition(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"P", "R", "F1", "F1_std"})
 
     def score(self, params: MerlimRecognitionParams, data: MetricInput) -> MetricResult:
         scored = self.answers(params, data.items)
@@ -352,6 +353,7 @@ class MerlimRecognition(Metric):
 @metric("merlim.relations", MerlimRelationsParams)
 class MerlimRelations(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"Acc_org", "Acc_ed", "dAcc"})
 
     def score(self, params: MerlimRelationsParams, data: MetricInput) -> MetricResult:
         rows = []
@@ -394,6 +396,7 @@ class MerlimRelations(Metric):
 @metric("merlim.counting", MerlimCountingParams)
 class MerlimCounting(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"follow_up"})
 
     def score(self, params: MerlimCountingParams, data: MetricInput) -> MetricResult:
         if params.follow_up_stage and params.follow_up_stage not in data.stages:

@@ -152,6 +152,8 @@ def coverage_warnings(label: str, items: list[ScoredItem], over: str, reference:
 
 @metric("mmcbench.consistency", MMCBenchParams)
 class MMCBenchConsistency(Metric):
+    percent_columns = frozenset({"score", "max"})
+
     def score(self, params: MMCBenchParams, data: MetricInput) -> MetricResult:
         rows, details, warnings = [], {}, []
         expected = expected_values(data.items, params.over, params.reference)
@@ -248,6 +250,7 @@ def whisper_normalizer() -> Callable[[str], str]:
 @metric("mmcbench.cross_modal", MMCBenchCrossParams)
 class MMCBenchCrossModal(Metric):
     uses_embedder = False
+    percent_columns = frozenset({"cross", "uni", "max"})
 
     def score(self, params: MMCBenchCrossParams, data: MetricInput) -> MetricResult:
         clip = data.cross_embedder if data.cross_embedder is not None else self._load(params)

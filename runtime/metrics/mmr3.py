@@ -208,6 +208,8 @@ def _pairs(start: int, stop: int) -> list[tuple[int, int]]:
 
 @metric("mmr3.all", MMR3Params)
 class MMR3All(Metric):
+    percent_columns = frozenset({"Acc", "S_GT", "Con", "S_C", "O_all"})
+
     def score(self, params: MMR3Params, data: MetricInput) -> MetricResult:
         scored = _Scored(params, data.items, data)
         index = {item.item_id: k for k, item in enumerate(scored.items)}
