@@ -263,6 +263,15 @@ def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], results: list[An
     return export(Path(run_dir), scores, results, Path(manifest_dir) if manifest_dir else None, media)
 
 
+def export_inspect(run_dir: Path | str, scores: dict[str, Any], manifest_dir: Path | str | None = None) -> Any:
+    """Write a scored run as an inspect-ai eval log (``RUN/inspect/<time>_<task>_<id>.json``, the
+    JSON log format that ``inspect view`` and ``read_eval_log`` open); ``scores`` is what
+    ``score`` returned for it."""
+    from .runtime.export_inspect import export_inspect as export
+
+    return export(Path(run_dir), scores, Path(manifest_dir) if manifest_dir else None)
+
+
 def import_answers(manifest_dir: Path | str, answers: Path | str, run_dir: Path | str, *, key: str = "id",
                    format: str = "auto", model: str | None = None, stage: str | None = None,
                    answer_column: str | None = None, id_column: str | None = None, allow_missing: bool = False,

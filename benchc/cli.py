@@ -284,7 +284,7 @@ def _verified(run_dir: Path) -> dict[str, Any] | None:
     return record.to_json() if record is not None else None
 
 
-SCORE_FORMATS = ("benchc", "lm-eval", "json")
+SCORE_FORMATS = ("benchc", "lm-eval", "inspect", "json")
 
 
 @app.command()
@@ -295,7 +295,8 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
           format_: Annotated[str, typer.Option(
               "--format", "-f", help="benchc (scores.json), lm-eval: also RUN_DIR/lm-eval/<model>/, lm-evaluation-"
                                      "harness's output folder (results_<datetime>.json, a samples file per task), "
-                                     "or json: scores.json, also printed on stdout")] = "benchc") -> None:
+                                     "inspect: also an inspect-ai eval log in RUN_DIR/inspect/ (`inspect view` "
+                                     "opens it), or json: scores.json, also printed on stdout")] = "benchc") -> None:
     """Score a run's responses with the spec's metrics (writes scores.json)."""
     from . import api
     from .compiler.errors import BenchcError, Problem
@@ -303,7 +304,7 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
     if format_ not in SCORE_FORMATS:
         raise BenchcError(Problem(f"unknown --format {format_!r}", key="--format",
                                   hint=f"one of {', '.join(SCORE_FORMATS)}"))
-    if format_ == "benchc" or format_ == "json":
+    if format_ != "lm-eval":
         scores, results = api.score(run_dir, manifest, cache_dir=cache, store_dir=store), []
     else:
         scores, results = api.score_for_export(run_dir, manifest, cache_dir=cache, store_dir=store)
@@ -320,6 +321,9 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run folder")],
         media = f", {export.media} media file(s)" if export.media else ""
         typer.echo(f"lm-eval: {export.tasks} task(s) -> {export.results}; {export.samples_written} sample(s) in "
                    f"{len(export.samples)} samples file(s){media} -> {export.folder}")
+    if format_ == "inspect":
+        log = api.export_inspect(run_dir, scores, manifest)
+        typer.echo(f"inspect: {log.samples} sample(s), {log.scores} score(s) -> {log.path}")
 
 
 @app.command("import")
