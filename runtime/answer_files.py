@@ -7,6 +7,7 @@ are read is documented in ``runtime/import_answers.py``."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -55,6 +56,12 @@ class AnswerRow:
     first_sample: int
     texts: tuple[str, ...]
     target: str | None = None  # the harness's target, checked against the item's (another task's file?)
+    file: str | None = None  # the file of the row, where several were read (a harness's output folder)
+
+    @property
+    def where(self) -> str:
+        """``line N``, or ``FILE line N`` where a folder's files were read."""
+        return f"line {self.line}" if self.file is None else f"{self.file} line {self.line}"
 
 
 @dataclass(frozen=True)
@@ -164,9 +171,12 @@ def _table_rows(path: Path, data: bytes) -> tuple[list[str], Iterator[tuple[int,
 
 
 def read_answers(path: Path, options: ImportOptions) -> ParsedFile:
-    """The rows of the answers file at ``path`` in ``options.format`` (``auto``: detected)."""
+    """The rows of the answers file at ``path`` in ``options.format`` (``auto``: detected); a
+    folder is an lm-eval or lmms-eval output folder (``read_samples_folder``)."""
     from .harness_logs import inspect_rows, lm_eval_rows
 
+    if path.is_dir():
+        return read_samples_folder(path, options)
     data = _read_bytes(path)
     fmt = detect_format(path, data) if options.format == "auto" else options.format
     if options.filter is not None and fmt not in ("lm-eval", "lmms-eval"):
@@ -182,6 +192,61 @@ def read_answers(path: Path, options: ImportOptions) -> ParsedFile:
     else:
         field, rows = _jsonl_rows(path, data, options)
     return ParsedFile(fmt, field, rows, hashlib.sha256(data).hexdigest(), len(data))
+
+
+_SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+
+
+def samples_files(folder: Path) -> dict[str, list[Path]]:
+    """The ``samples_<task>_<datetime>.jsonl`` files of an lm-eval/lmms-eval ``--output_path``
+    folder or of its model subfolder (one level down: never a deeper walk), by datetime."""
+    runs: dict[str, list[Path]] = {}
+    for pattern in ("samples_*.jsonl", "*/samples_*.jsonl"):
+        try:
+            found = sorted(folder.glob(pattern))
+        except OSError:
+            found = []
+        for file in found:
+            match = _SAMPLES_NAME.match(file.name)
+            if match and file.is_file():
+                runs.setdefault(match["time"], []).append(file)
+    return runs
+
+
+def read_samples_folder(folder: Path, options: ImportOptions) -> ParsedFile:
+    """The rows of every task's samples file of the folder's latest run (lm-eval names its files
+    by the run's start time, and writes a model's runs side by side; lm-eval's own readers take
+    the latest too). Each row names its file; the source digest covers the files' names and bytes."""
+    runs = samples_files(folder)
+    if not runs:
+        raise problem_at(folder, None, "the folder holds no lm-eval samples files (samples_<task>_<datetime>.jsonl)",
+                         "give an answers file, or the --output_path folder of an lm-eval/lmms-eval "
+                         "run made with --log_samples")
+    latest = max(runs)
+    rows: list[AnswerRow] = []
+    formats: set[str] = set()
+    fields: set[str] = set()
+    notes: list[str] = []
+    parts: list[str] = []
+    for file in runs[latest]:
+        parsed = read_answers(file, options)
+        if parsed.format not in ("lm-eval", "lmms-eval"):
+            raise problem_at(file, None, f"a {parsed.format} file among the samples files",
+                             "the folder's samples_*.jsonl files are read as lm-eval or lmms-eval logs")
+        name = str(file.relative_to(folder))
+        formats.add(parsed.format)
+        fields.add(parsed.answer_field)
+        notes += [parsed.note] if parsed.note and parsed.note not in notes else []
+        parts.append(f"{name}\0{parsed.sha256}\n")
+        rows += [dataclasses.replace(row, file=name) for row in parsed.rows]
+    if len(formats) > 1:
+        raise problem_at(folder, None, "the folder mixes lm-eval and lmms-eval samples files",
+                         "import one harness's files at a time")
+    older = f"; {len(runs) - 1} older run(s) beside it not read" if len(runs) > 1 else ""
+    note = "; ".join([f"{len(runs[latest])} samples file(s) of the run of {latest}{older}", *notes])
+    size = sum(f.stat().st_size for f in runs[latest])
+    source = hashlib.sha256("".join(parts).encode()).hexdigest()
+    return ParsedFile(formats.pop(), "/".join(sorted(fields)), rows, source, size, note)
 
 
 def _jsonl_rows(path: Path, data: bytes, options: ImportOptions) -> tuple[str, list[AnswerRow]]:

@@ -66,7 +66,7 @@ def lm_eval_rows(path: Path, lines: list[tuple[int, Any]], options: ImportOption
                              + (f" under filter {obj['filter']!r}" if "filter" in obj else ""),
                              "a samples file logs each doc once per filter: is it two runs joined?")
         seen[repr(doc_id)] = line
-        rows.append(_lm_eval_row(path, line, obj, options))
+        rows += [_lm_eval_row(path, line, one, options) for one in _unpaired(obj)]
     if not rows:
         raise problem_at(path, None, "the file holds no samples", "an lm-eval --log_samples file: one sample per line")
     resps = "resps" if all("resps" in obj for _, obj in lines) else "resps (else filtered_resps)"
@@ -93,12 +93,41 @@ def _one_filter(path: Path, lines: list[tuple[int, Any]], chosen: str | None) ->
     return [(line, obj) for line, obj in lines if obj["filter"] == picked], note
 
 
+def _unpaired(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """A sample as samples of one request each: benchc's own paired samples (``score --format
+    lm-eval``'s consistency tasks: an item and its ``doc.reference``, two requests, two resps)
+    become the item's and the reference's; any other sample is itself."""
+    doc, args, resps = obj.get("doc"), obj.get("arguments"), obj.get("resps")
+    if not (isinstance(doc, dict) and isinstance(doc.get("reference"), dict) and isinstance(args, dict)
+            and set(args) == {"gen_args_0", "gen_args_1"} and isinstance(resps, list) and len(resps) == 2):
+        return [obj]
+    filtered = obj.get("filtered_resps")
+    halves = []
+    for n, half_doc in enumerate(({k: v for k, v in doc.items() if k != "reference"}, doc["reference"])):
+        half = {**obj, "doc": half_doc, "arguments": {"gen_args_0": args[f"gen_args_{n}"]}, "resps": [resps[n]]}
+        if isinstance(filtered, list) and len(filtered) == 2:
+            half["filtered_resps"] = [filtered[n]]
+        if n:
+            half.pop("target", None)  # the sample's target is the item's
+        halves.append(half)
+    return halves
+
+
+def _export_media(doc: dict[str, Any] | None) -> list[Any] | None:
+    """The media sha256s of a doc that ``benchc score --format lm-eval`` wrote (``doc.media``: a
+    list of {kind, name, path, sha256}); None for any other doc."""
+    media = (doc or {}).get("media")
+    if isinstance(media, list) and all(isinstance(m, dict) and "sha256" in m for m in media):
+        return [m["sha256"] for m in media]
+    return None
+
+
 def _lm_eval_row(path: Path, line: int, obj: dict[str, Any], options: ImportOptions) -> AnswerRow:
     doc = obj.get("doc") if isinstance(obj.get("doc"), dict) else None
     media = None
     if options.key == "prompt":
         key = _lm_eval_prompt(path, line, obj)
-        media = cell_media(path, line, (doc or {}).get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN)))
+        media = cell_media(path, line, (doc or {}).get(MEDIA_COLUMN, obj.get(MEDIA_COLUMN, _export_media(doc))))
     elif doc is None and is_lmms_07(obj):
         key = cell_text(path, line, obj["doc_id"], "doc_id")
     else:

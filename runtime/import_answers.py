@@ -22,7 +22,8 @@ plain JSON Lines by their first object):
   extraction reads them, as it reads a run's. lm-eval logs a doc once per filter: one filter
   is read (``--filter``, else the file's first, named in the notes); a doc twice under it is
   refused. A row whose harness ``target`` is not its item's is refused (a samples file of
-  another task).
+  another task). A folder is an lm-eval/lmms-eval ``--output_path`` (or its model subfolder):
+  every ``samples_<task>_<datetime>.jsonl`` of its latest run is read, each row naming its file.
 
 A key that is no item id but a record id (a harness that ran the source records, not benchc's
 items) names the record's original variant (the item made by ``text.original`` or its like),
@@ -200,11 +201,12 @@ class Matched:
 
     answers: dict[tuple[str, str, int], tuple[str, int]] = field(default_factory=dict)
     repeats: int = 0
-    unmatched: list[tuple[int, str]] = field(default_factory=list)
-    ambiguous: list[tuple[int, str]] = field(default_factory=list)
-    invalid: list[tuple[int, str]] = field(default_factory=list)
-    foreign: list[tuple[int, str]] = field(default_factory=list)  # the harness's target is not the item's
-    conflicts: list[tuple[int, int, str]] = field(default_factory=list)
+    unmatched: list[tuple[AnswerRow, str]] = field(default_factory=list)
+    ambiguous: list[tuple[AnswerRow, str]] = field(default_factory=list)
+    invalid: list[tuple[AnswerRow, str]] = field(default_factory=list)
+    foreign: list[tuple[AnswerRow, str]] = field(default_factory=list)  # the harness's target is not the item's
+    conflicts: list[tuple[AnswerRow, AnswerRow, str]] = field(default_factory=list)
+    first: dict[tuple[str, str, int], AnswerRow] = field(default_factory=dict)  # the row of each answer
 
 
 def match_rows(rows: list[AnswerRow], index: ItemIndex, key: str, default_stage: str | None,
@@ -213,15 +215,15 @@ def match_rows(rows: list[AnswerRow], index: ItemIndex, key: str, default_stage:
     for row in rows:
         item, why, several = index.find(row, key)
         if item is None:
-            (out.ambiguous if several else out.unmatched).append((row.line, why))
+            (out.ambiguous if several else out.unmatched).append((row, why))
             continue
         wrong_target = index.target_problem(item, row.target)
         if wrong_target is not None:
-            out.foreign.append((row.line, wrong_target))
+            out.foreign.append((row, wrong_target))
             continue
         stage = row.stage or default_stage
         if stage not in expected:
-            out.invalid.append((row.line, f"stage {stage!r} is not a text stage of this spec "
+            out.invalid.append((row, f"stage {stage!r} is not a text stage of this spec "
                                           f"(stages: {', '.join(expected)})"))
             continue
         for offset, text in enumerate(row.texts):
@@ -231,16 +233,17 @@ def match_rows(rows: list[AnswerRow], index: ItemIndex, key: str, default_stage:
 
 def _add(out: Matched, row: AnswerRow, item: str, stage: str, sample: int, text: str, samples: int) -> None:
     if sample >= samples:
-        out.invalid.append((row.line, f"item {_short(item)} sample {sample}, but the spec asks {samples} "
+        out.invalid.append((row, f"item {_short(item)} sample {sample}, but the spec asks {samples} "
                                       f"sample(s) per item (generation.n)"))
         return
     slot = (item, stage, sample)
     if slot not in out.answers:
         out.answers[slot] = (text, row.line)
+        out.first[slot] = row
     elif out.answers[slot][0] == text:
         out.repeats += 1
     else:
-        out.conflicts.append((out.answers[slot][1], row.line, f"item {_short(item)}" +
+        out.conflicts.append((out.first[slot], row, f"item {_short(item)}" +
                               (f" sample {sample}" if samples > 1 else "")))
 
 
@@ -295,18 +298,27 @@ def _default_stage(scored: list[str], options: ImportOptions, rows: list[AnswerR
 
 # problems ------------------------------------------------------------------------------------
 
-def _examples(entries: list[tuple[int, str]]) -> str:
-    shown = "; ".join(f"line {line}: {why}" for line, why in entries[:EXAMPLES])
+def _examples(entries: list[tuple[AnswerRow, str]]) -> str:
+    shown = "; ".join(f"{row.where}: {why}" for row, why in entries[:EXAMPLES])
     return shown + (f"; and {len(entries) - EXAMPLES} more" if len(entries) > EXAMPLES else "")
+
+
+def _line(row: AnswerRow) -> int | None:
+    """The line a problem points at: none where the path is a folder of several files."""
+    return row.line if row.file is None else None
+
+
+def _lines(a: AnswerRow, b: AnswerRow) -> str:
+    return f"lines {a.line} and {b.line}" if a.file is None and b.file is None else f"{a.where} and {b.where}"
 
 
 def _row_problems(path: Path, found: Matched, options: ImportOptions) -> list[Problem]:
     problems = []
 
-    def add(entries: list[tuple[int, str]], what: str, hint: str) -> None:
+    def add(entries: list[tuple[AnswerRow, str]], what: str, hint: str) -> None:
         if entries:
             problems.append(Problem(f"{len(entries)} row(s) {what}: {_examples(entries)}", file=str(path),
-                                    line=entries[0][0], hint=hint))
+                                    line=_line(entries[0][0]), hint=hint))
 
     add(found.invalid, "cannot be imported", "fix the stage or sample of these rows")
     if not options.ignore_unmatched:
@@ -319,10 +331,10 @@ def _row_problems(path: Path, found: Matched, options: ImportOptions) -> list[Pr
     add(found.foreign, "carry a target that is not their item's",
         "is this a samples file of another task, or of other data? import the log of this spec's task")
     if found.conflicts:
-        shown = "; ".join(f"{what} on lines {a} and {b}" for a, b, what in found.conflicts[:EXAMPLES])
+        shown = "; ".join(f"{what} on {_lines(a, b)}" for a, b, what in found.conflicts[:EXAMPLES])
         more = f"; and {len(found.conflicts) - EXAMPLES} more" if len(found.conflicts) > EXAMPLES else ""
         problems.append(Problem(f"{len(found.conflicts)} answer(s) given twice with different texts: {shown}{more}",
-                                file=str(path), line=found.conflicts[0][1],
+                                file=str(path), line=_line(found.conflicts[0][1]),
                                 hint="keep one answer per item (and sample); benchc does not choose between them"))
     return problems
 

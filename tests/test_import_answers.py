@@ -95,13 +95,45 @@ def test_lm_eval_samples_score_as_the_run(world: World, key: str, capsys: pytest
     assert record["imported"]["answer_field"] == "resps" and record["imported"]["format"] == "lm-eval"
 
 
+def test_an_lm_eval_output_folder_is_read_whole(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder `score --format lm-eval` wrote (as lm-eval writes --output_path: a samples file per
+    task under the model's folder): every task's file of its latest run is read; a doc in two
+    tasks' files with the same answer counts once; an older run beside it is not read."""
+    run = world.root / "r-folder"
+    model_folder = next(world.lm_eval.glob("*/"))
+    older = model_folder / "samples_examples_old_1999-01-01T00-00-00.jsonl"
+    older.write_text('{"doc_id": 0, "doc": {"item_id": "nowhere"}, "resps": [["x"]], "filtered_resps": ["x"]}\n')
+    try:
+        code, out, err = _cli(capsys, "import", world.manifest, world.lm_eval, "-o", run)
+    finally:
+        older.unlink()
+    assert code == 0, err
+    files = len(list(model_folder.glob("samples_*.jsonl")))
+    assert "imported 192 answer(s) (lm-eval, by id)" in out and "identical repeated row(s)" in out
+    assert f"read {files} samples file(s) of the run of " in out and "1 older run(s) beside it not read" in out
+    _same_scores(world.scores, world.score(run))
+    # a conflicting answer in another task's file names both files and lines
+    bad = world.root / "bad-folder" / "m"
+    shutil.copytree(model_folder, bad, ignore=shutil.ignore_patterns("media"))
+    first = sorted(bad.glob("samples_*accuracy*"))[0]
+    lines = first.read_text().splitlines()
+    sample = json.loads(lines[0])
+    sample["resps"] = [["something else"]]
+    first.write_text("\n".join([json.dumps(sample), *lines[1:]]) + "\n")
+    code, _, err = _cli(capsys, "import", world.manifest, bad.parent, "-o", world.root / "r-bad")
+    _one_error(code, err)
+    assert f"m/{first.name} line 1 and m/" in err and not (world.root / "r-bad").exists()
+    code, _, err = _cli(capsys, "import", world.manifest, world.root / "bad-folder" / "nothing", "-o", run)
+    assert code == 2
+
+
 def test_older_sample_layouts_are_read(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     """arguments as a list of argument lists (lmms-eval, lm-eval before its gen_args_N keys), and
     a file with filtered_resps but no resps."""
     old = []
     for sample in map(json.loads, world.samples.open()):
         args = sample["arguments"]["gen_args_0"]
-        old.append({"doc_id": sample["doc_id"], "doc": {"media_sha256": sample["doc"]["media_sha256"]},
+        old.append({"doc_id": sample["doc_id"], "doc": {"media_sha256": [m["sha256"] for m in sample["doc"]["media"]]},
                     "arguments": [[args["arg_0"], json.dumps(args["arg_1"])]],
                     "filtered_resps": [sample["resps"][0][0]]})
     path = _jsonl(world.root / "lmms.jsonl", old)
@@ -223,7 +255,7 @@ def test_missing_answers_are_refused_or_recorded(world: World, capsys: pytest.Ca
     accuracy = scores["metrics"][0]
     assert any("3 of 192 answers were missing" in n for n in accuracy["notes"])
     # a missing answer is wrong: the correct count drops by the dropped items that were right
-    per_item = {s["doc"]["item_id"]: s["general.accuracy"] for s in map(json.loads, world.samples.open())}
+    per_item = {s["doc"]["item_id"]: s["accuracy"] for s in map(json.loads, world.samples.open())}
 
     def correct(metric: dict[str, Any]) -> float:
         return sum(r["accuracy"] * r["items"] / 100 for r in metric["rows"])

@@ -78,7 +78,14 @@ class World:
         self.scores = json.loads((self.run / "scores.json").read_text())
         self.items = pl.read_parquet(self.manifest / "items.parquet")
         self.responses = pl.read_parquet(self.run / "responses.parquet")
-        self.samples = self.run / "lm-eval" / "samples_examples__image-invariance.jsonl"
+        # lm-eval's output folder: a samples file per task (here per metric and slice; together
+        # they answer every item, the accuracy tasks once each, the consistency tasks again)
+        self.lm_eval = self.run / "lm-eval"
+        self.samples = root / "samples.jsonl"
+        # all of them in one file: numbered anew, as one task's file is
+        lines = [json.loads(line) for p in sorted(self.lm_eval.glob("*/samples_*accuracy*"))
+                 for line in p.read_text().splitlines()]
+        self.samples.write_text("".join(json.dumps({**s, "doc_id": n}) + "\n" for n, s in enumerate(lines)))
 
     def answers(self) -> list[dict[str, Any]]:
         """Each item with its prompt, media sha256s and the run's answer, in manifest order."""
