@@ -377,7 +377,7 @@ def import_(manifest: Annotated[Path, typer.Argument(help="the compiled manifest
         typer.echo(f"  read {result.note}")
     if result.unanswered_variants:
         shown = ", ".join(f"{name} ({n} items)" for name, n in result.unanswered_variants.items())
-        typer.echo(f"  variants with no answers (keyed by record id), recorded as unanswered: {shown}")
+        typer.echo(f"  variants the file answers no item of, recorded as unanswered: {shown}")
 
 
 @app.command()

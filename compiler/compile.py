@@ -169,9 +169,11 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
     if doc.get("answer") is None:  # absent, not null: specs without one keep their digests
         doc.pop("answer", None)
     else:  # keys added in rules 4, written only where set: specs written before keep their digests
-        for key, default in ANSWER_KEYS_OF_RULES_4.items():
-            if doc["answer"].get(key) == default:
-                del doc["answer"][key]
+        _trim_answer(doc["answer"])
+    if not doc.get("answers"):  # absent, not empty: specs without named rules keep their digests
+        doc.pop("answers", None)
+    for rule in doc.get("answers", {}).values():
+        _trim_answer(rule)
     if doc.get("split") is None:  # absent, not null: specs without one keep their digests
         doc.pop("split", None)
     if resolved.select is None:  # absent, not null: specs without one keep their digests
@@ -181,6 +183,12 @@ def spec_document(resolved: Resolved) -> dict[str, Any]:
     doc["metric"] = [{"name": m.name, **m.params.model_dump(mode="json")} for m in resolved.metrics]
     doc["stage"] = [_stage_document(stage) for stage in resolved.loaded.spec.stage]
     return doc
+
+
+def _trim_answer(rule: dict[str, Any]) -> None:
+    for key, default in ANSWER_KEYS_OF_RULES_4.items():
+        if rule.get(key) == default:
+            del rule[key]
 
 
 def _with_defaults(node: ResolvedNode, params: dict[str, Any]) -> dict[str, Any]:

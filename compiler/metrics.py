@@ -35,7 +35,7 @@ from .spec.models import Spec
 from .templates import compile_template
 
 
-COMMON_ADDED = frozenset({"where"})
+COMMON_ADDED = frozenset({"where", "answer"})
 """Parameters every metric gained after its first release (see ``MetricParams.added``)."""
 
 AttrValue = str | int | float | bool
@@ -63,6 +63,8 @@ class MetricParams(BaseModel):
     where: dict[str, list[StrictStr | StrictInt | StrictFloat | StrictBool]] = Field(
         default_factory=dict, description="score only the items whose attributes take one of the listed values, "
                                           "e.g. { index = [1, 2, 3] } (default: every item)")
+    answer: str | None = Field(None, description="the named answer rule ([answers.NAME]) the answers are read by "
+                                                 "(default: [answer])")
 
     @model_serializer(mode="wrap")
     def _without_added_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:

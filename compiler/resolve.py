@@ -445,7 +445,8 @@ def _check_stage_templates(loaded: LoadedSpec, problems: ProblemList) -> None:
 def _with_kind_rule(loaded: LoadedSpec, schema: type[MetricParams], params: dict[str, Any]) -> dict[str, Any]:
     """A metric's params with the ``correct`` rule of ``[answer].kind`` where the metric takes
     one and does not set it."""
-    answer = loaded.spec.answer
+    rule = params.get("answer")
+    answer = loaded.spec.answers.get(rule) if isinstance(rule, str) else loaded.spec.answer
     if answer is None or answer.kind is None or "correct" not in schema.model_fields or "correct" in params:
         return params
     return {**params, "correct": KIND_CORRECT[answer.kind]}
@@ -466,6 +467,12 @@ def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[Resolved
             for p in _validation_problems(loaded, exc, key, METRIC_SCHEMAS.get(metric.name)):
                 problems.add(p)
             continue
+        if params.answer is not None and params.answer not in loaded.spec.answers:
+            rules = sorted(loaded.spec.answers)
+            problems.add(loaded.problem(f"{key}.answer", f"no answer rule {params.answer!r}",
+                                        hint=did_you_mean(params.answer, rules)
+                                        or (f"rules: {', '.join(rules)}" if rules
+                                            else "name a rule in the spec: [answers.NAME] with extract, pattern")))
         if params.stage is not None and params.stage not in stage_ids:
             problems.add(loaded.problem(f"{key}.stage", f"no stage {params.stage!r}",
                                         hint=f"stages: {', '.join(stage_ids)}"))

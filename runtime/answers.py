@@ -503,12 +503,17 @@ def is_correct(answer: str, targets: Sequence[str], how: str | LmEvalExact | dic
     return any(normalized and normalized == normalize_answer(t) for t in targets)
 
 
-def describe(answer: Answer | None) -> str | None:
-    """A report's line for the extraction in force, or None without one."""
+def describe(answer: Answer | None, name: str | None = None) -> str | None:
+    """A report's line for the extraction in force (the named rule ``[answers.NAME]``, else
+    ``[answer]``), or None without one."""
+    table = "[answer]" if name is None else f"[answers.{name}]"
+    if name is not None and (answer is None or (not answer.extract and not answer.kind and answer.strip)):
+        return f"Answers read by the rule {name!r} ({table}): as written."
     if answer is not None and not answer.extract and (answer.kind or not answer.strip):
-        kind = f"as {answer.kind} answers ([answer].kind)" if answer.kind else "as written"
-        kept = ", white space kept ([answer].strip = false)" if not answer.strip else ""
-        return f"Answers read {kind}{kept}."
+        kind = f"as {answer.kind} answers ({table}.kind)" if answer.kind else "as written"
+        kept = f", white space kept ({table}.strip = false)" if not answer.strip else ""
+        rule = f" by the rule {name!r}" if name is not None else ""
+        return f"Answers read{rule} {kind}{kept}."
     if answer is None or not answer.extract:
         return None
     steps = " -> ".join(answer.extract)
@@ -521,7 +526,10 @@ def describe(answer: Answer | None) -> str | None:
         extra.append(f"answer kind {answer.kind}")
     if not answer.strip:
         extra.append("white space kept")
-    return f"Answers read by [answer].extract: {steps}" + (f" ({', '.join(extra)})" if extra else "") + "."
+    if answer.select != "first":
+        extra.append(f"the {answer.select} match")
+    rule = f"the rule {name!r}, " if name is not None else ""
+    return f"Answers read by {rule}{table}.extract: {steps}" + (f" ({', '.join(extra)})" if extra else "") + "."
 
 
 def correctness_note(how: Any, target: Any) -> str:

@@ -92,6 +92,8 @@ class MetricResultRecord(Artifact):
     rows: list[dict[str, Any]]
     details: dict[str, Any]
     notes: list[str]
+    answer: str | None = Field(None, description="the named answer rule ([answers.NAME]) the answers were read "
+                                                 "by (absent: [answer])")
 
 
 class Scores(Artifact):

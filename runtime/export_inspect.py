@@ -53,7 +53,7 @@ from benchc import __version__
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_text_atomic
 from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.metrics import METRIC_SCHEMAS, selects
-from benchc.compiler.spec.models import Spec
+from benchc.compiler.spec.models import Answer, Spec
 
 from .answers import extract, is_correct
 from .artifacts import RunRecord
@@ -90,6 +90,7 @@ class _Scorer:
 
     name: str
     params: Any  # the metric's parameters (its MetricParams)
+    rule: Answer | None = None  # how it reads the answers: its named rule ([answers.NAME]), else [answer]
 
 
 def base57_id(text: str) -> str:
@@ -189,6 +190,11 @@ def scorer_names(names: list[str]) -> list[str]:
     return out
 
 
+def metric_scorer_names(spec: Spec) -> list[str]:
+    """The scorer name of each [[metric]]: its name, and its named answer rule where it has one."""
+    return scorer_names([m.name + (f"_{m.params['answer']}" if m.params.get("answer") else "") for m in spec.metric])
+
+
 def filter_name(spec: Spec) -> str:
     """The ``[answer].extract`` steps joined with "+" ("none" without any), as the lm-eval export names them."""
     return "+".join(spec.answer.extract) if spec.answer is not None and spec.answer.extract else "none"
@@ -207,7 +213,7 @@ def _model(record: RunRecord) -> str:
 def _eval_spec(spec: Spec, record: RunRecord, lock: Any, scores: dict[str, Any], scores_sha: str, task_id: str,
                items: pl.DataFrame, stage: str) -> dict[str, Any]:
     bench = lock.benchmark
-    names = scorer_names([m.name for m in spec.metric])
+    names = metric_scorer_names(spec)
     return {
         "eval_id": base57_id(f"eval:{lock.manifest_digest}:{record.responses_sha256}:{scores_sha}"),
         "run_id": base57_id(f"run:{lock.manifest_digest}:{record.responses_sha256}"),
@@ -287,7 +293,7 @@ def _fraction(value: float, percent: bool) -> float:
 
 
 def _results(scores: dict[str, Any], spec: Spec, samples: list[dict[str, Any]]) -> dict[str, Any]:
-    names = scorer_names([m["name"] for m in scores["metrics"]])
+    names = metric_scorer_names(spec)
     out = []
     for name, result, declared in zip(names, scores["metrics"], spec.metric):
         out.extend(_row_scores(name, result, dict(declared.params)))
@@ -332,12 +338,12 @@ def samples_stage(spec: Spec) -> str:
 
 def sample_scorers(spec: Spec, stage: str) -> list[_Scorer]:
     """The metrics defined on one answer that score ``stage``, with their scorer names."""
-    names = scorer_names([m.name for m in spec.metric])
+    names = metric_scorer_names(spec)
     out = []
     for name, metric in zip(names, spec.metric):
         params = METRIC_SCHEMAS.get(metric.name).model_validate(metric.params)
         if metric.name in PER_SAMPLE and (params.stage or spec.stage[-1].id) == stage:
-            out.append(_Scorer(name, params))
+            out.append(_Scorer(name, params, spec.answers[params.answer] if params.answer else spec.answer))
     return out
 
 
@@ -437,11 +443,14 @@ def _samples(spec: Spec, items: pl.DataFrame, responses: pl.DataFrame, stage: st
         target, metadata = _first_targets(spec, item), _metadata(row, item, stage)
         mine_scorers = [s for s in scorers if selects(s.params.where, item.attrs)]
         for answer, text in zip(mine, read):
-            out.append(_sample(row, item, answer, text, target, metadata, mine_scorers, model, task_id))
+            by_rule = {s.name: text if s.rule is spec.answer else extract(answer["text"] or "", s.rule, prompt)
+                       for s in mine_scorers}
+            out.append(_sample(row, item, answer, by_rule, target, metadata, mine_scorers, model, task_id))
     return out
 
 
-def _sample(row: dict[str, Any], item: ScoredItem, answer: dict[str, Any], read: str, target: str | list[str],
+def _sample(row: dict[str, Any], item: ScoredItem, answer: dict[str, Any], read: dict[str, str],
+            target: str | list[str],
             metadata: dict[str, Any], scorers: list[_Scorer], model: str, task_id: str) -> dict[str, Any]:
     epoch = answer["sample"] + 1
     ids = f"{task_id}:{row['item_id']}:{epoch}"
@@ -456,7 +465,7 @@ def _sample(row: dict[str, Any], item: ScoredItem, answer: dict[str, Any], read:
                   "completion": answer["text"] or ""}
     sample: dict[str, Any] = {
         "id": row["item_id"], "epoch": epoch, "input": given, "target": target, "messages": messages,
-        "output": output, "scores": {s.name: _score(s, item, read) for s in scorers}, "metadata": metadata,
+        "output": output, "scores": {s.name: _score(s, item, read[s.name]) for s in scorers}, "metadata": metadata,
         "store": {}, "events": [], "model_usage": {}, "role_usage": {}, "uuid": base57_id(f"{ids}:sample")}
     if missing:
         sample["error"] = {"message": "no answer: the run recorded this answer as missing (benchc scores it wrong)",

@@ -60,7 +60,7 @@ from benchc.compiler.artifacts import Lock
 from benchc.compiler.atomic import make_staging_dir, replace_dir_atomic, write_bytes_atomic, write_text_atomic
 from benchc.compiler.errors import Problem, RunError
 from benchc.compiler.metrics import METRIC_SCHEMAS
-from benchc.compiler.spec.models import Spec
+from benchc.compiler.spec.models import Answer, Spec
 
 from .answers import extract
 from .artifacts import RunRecord
@@ -109,6 +109,8 @@ class _Task:
     stage: str
     units: list[Unit] = field(default_factory=list)
     has_units: bool = False
+    filter: str = "none"  # lm-eval's filter name: the named answer rule, else the [answer] steps
+    rule: Answer | None = None  # the answer extraction of the metric
 
 
 def sanitize_model_name(name: str) -> str:
@@ -224,12 +226,15 @@ def _kind(values: list[Any]) -> str:
 
 
 def _tasks(scores: dict[str, Any], results: list[MetricResult], spec: Spec, benchmark: str) -> list[_Task]:
-    names = [m["name"] for m in scores["metrics"]]
+    names = [(m["name"], m.get("answer")) for m in scores["metrics"]]
     taken: set[str] = set()
     tasks = []
     for k, metric in enumerate(scores["metrics"]):
-        suffix = f"_{names[:k + 1].count(metric['name'])}" if names.count(metric["name"]) > 1 else ""
-        base = sanitize_task_name(f"{benchmark}_{metric['name']}{suffix}")
+        key = names[k]
+        suffix = f"_{names[:k + 1].count(key)}" if names.count(key) > 1 else ""
+        named = metric.get("answer")
+        rule = spec.answers.get(named) if named else spec.answer
+        base = sanitize_task_name(f"{benchmark}_{metric['name']}" + (f"_{named}" if named else "") + suffix)
         rows = metric.get("rows", [])
         kinds = {c: _kind([r.get(c) for r in rows]) for c in metric.get("columns", [])}
         labels = [c for c, kind in kinds.items() if kind == "label"]
@@ -240,12 +245,13 @@ def _tasks(scores: dict[str, Any], results: list[MetricResult], spec: Spec, benc
         stage = _stage(spec, k)
         for r, row in enumerate(rows):
             name = _unique(sanitize_task_name("_".join([base, *(f"{c}_{row.get(c)}" for c in labels)])), taken)
-            alias = " ".join([f"{benchmark} {metric['name']}{suffix.replace('_', '#')}",
+            alias = " ".join([f"{benchmark} {metric['name']}" + (f" ({named})" if named else "")
+                              + suffix.replace('_', '#'),
                               *(f"{c}={row.get(c)}" for c in labels)])
             units = [u for u in result.units if u.row == r] if result is not None else []
             tasks.append(_Task(name, alias, base if grouped else None, k, row, labels,
                                [c for c in values if not INTERVAL.search(c)], values, percent, stage, units,
-                               bool(result is not None and result.units)))
+                               bool(result is not None and result.units), named or filter_name(spec), rule))
     return tasks
 
 
@@ -320,14 +326,14 @@ def _results(tasks: list[_Task], scores: dict[str, Any], spec: Spec, lock: Lock,
     members: dict[str, list[tuple[_Task, int]]] = {}
     for task in tasks:
         size = _size(task, scores["items"])
-        out["results"][task.name] = _task_entry(task, filt, size)
+        out["results"][task.name] = _task_entry(task, task.filter, size)
         out["n-samples"][task.name] = {"original": size, "effective": size}
-        out["configs"][task.name] = _task_config(task, spec, bench, filt)
+        out["configs"][task.name] = _task_config(task, spec, bench, task.filter)
         out["task_hashes"][task.name] = hashes[task.name]
         if task.group is not None:
             members.setdefault(task.group, []).append((task, size))
     for group, mine in members.items():
-        out["groups"][group] = out["results"][group] = _group_entry(group, mine, filt)
+        out["groups"][group] = out["results"][group] = _group_entry(group, mine, mine[0][0].filter)
         out["group_subtasks"][group] = [t.name for t, _ in mine]
     for name in [*out["results"]]:
         task = next(t for t in tasks if name in (t.name, t.group))
@@ -364,7 +370,8 @@ def _task_config(task: _Task, spec: Spec, bench: dict[str, Any], filt: str) -> d
     if task.group is not None:
         config["group"] = task.group
     if filt != "none":
-        config["filter_list"] = [{"name": filt, "filter": [{"function": step} for step in filt.split("+")]}]
+        steps = task.rule.extract if task.rule is not None else []
+        config["filter_list"] = [{"name": filt, "filter": [{"function": step} for step in steps]}]
     return config
 
 
@@ -454,14 +461,14 @@ def _samples(spec: Spec, task: _Task, rows: dict[str, dict[str, Any]], order: di
     units = task.units if task.has_units else [
         Unit(0, "item", i, (i,), {}) for i in sorted(answers, key=lambda i: order.get(i, len(order))) if i in rows]
     units = sorted(units, key=lambda u: (order.get(u.items[0], len(order)) if u.items else len(order), u.id))
-    filt = filter_name(spec)
+    filt = task.filter
     out = []
     for doc_id, unit in enumerate(units):
         members = [rows[i] for i in unit.items if i in rows]
         docs = [_doc(r, shas) for r in members]
         prompts = [r["prompt"] or "" for r in members]
         raw = [[a["text"] for a in answers.get(r["item_id"], []) if a["kind"] != "missing"] for r in members]
-        read = [[extract(a["text"] or "", spec.answer, p) for a in answers.get(r["item_id"], [])]
+        read = [[extract(a["text"] or "", task.rule, p) for a in answers.get(r["item_id"], [])]
                 for r, p in zip(members, prompts)]
         doc = _unit_doc(unit, docs)
         target = _target(members[0], spec, task) if members else ""

@@ -150,25 +150,27 @@ def _score_metric(metric: Any, spec: Spec, items: pl.DataFrame, responses: pl.Da
             raise RunError(Problem(f"the run record has no stage {needed!r}", file=str(run_dir / RUN_FILE),
                                    hint="rerun `benchc run`; it resumes where it stopped"))
     scored = _selected(items, params.where)
-    data = MetricInput(_items_with_responses(scored, responses, stage, spec.answer),
+    rule = spec.answers[params.answer] if params.answer is not None else spec.answer
+    data = MetricInput(_items_with_responses(scored, responses, stage, rule),
                        load_embedder(params.embedder) if implementation.needs_embedder(params) else None,
                        backends[stage],
-                       stages={s: _items_with_responses(scored, responses, s, spec.answer)
+                       stages={s: _items_with_responses(scored, responses, s, rule)
                                for s in params.extra_stages()},
                        media=media, models=models)
     result = implementation.score(params, data)
+    result.answer = params.answer
     if params.where:
         result.notes.append(f"Items: the {scored.height} of {items.height} with "
                             + " and ".join(f"{k} in {list(v)}" for k, v in params.where.items()) + " (where).")
-    read = describe(spec.answer)
+    read = describe(rule, params.answer)
     if read is not None:
         result.notes.append(read)
-    _note_unreadable(result, data.items)
+    _note_unreadable(result, data.items, params.answer)
     result.notes.extend(import_notes(record))  # an imported run says so, and how many answers it lacked
     return result
 
 
-def _note_unreadable(result: MetricResult, items: list[ScoredItem]) -> None:
+def _note_unreadable(result: MetricResult, items: list[ScoredItem], rule: str | None = None) -> None:
     """Counts and lists the text answers read as no answer (the ``[answer]`` rules found none, or
     the answer only echoed the prompt): they are scored wrong and agree with nothing, and a
     reader must see how many there are."""
@@ -178,8 +180,9 @@ def _note_unreadable(result: MetricResult, items: list[ScoredItem]) -> None:
     if not unreadable:
         return
     total = sum(len(item.responses) for item in items)
+    rules = "[answer] rules" if rule is None else f"rule {rule!r}"
     result.notes.append(f"{len(unreadable)} of {total} answer(s) read as no answer (no answer found by the "
-                        "[answer] rules, or only the prompt echoed): scored wrong, agreeing with none "
+                        f"{rules}, or only the prompt echoed): scored wrong, agreeing with none "
                         "(listed in details.no_answer).")
     result.details["no_answer"] = unreadable
 
@@ -226,9 +229,10 @@ def _round(value: Any) -> Any:
 
 
 def _result_record(result: MetricResult) -> MetricResultRecord:
+    rule = {"answer": result.answer} if result.answer is not None else {}  # absent unless named: bytes kept
     return MetricResultRecord(name=result.name, columns=result.columns,
                               rows=[{k: _round(v) for k, v in row.items()} for row in result.rows],
-                              details=result.details, notes=result.notes)
+                              details=result.details, notes=result.notes, **rule)
 
 
 def _result_json(result: MetricResult) -> dict[str, Any]:

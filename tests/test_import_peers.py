@@ -249,7 +249,7 @@ def test_record_ids_go_to_the_named_variant(peers: Peers, capsys: pytest.Capture
     code, out, err = _cli(capsys, "import", peers.manifests["capitals"], LM_EVAL["completions"], "-o", run,
                           "--variant", "typos")
     assert code == 0, err
-    assert "variants with no answers (keyed by record id), recorded as unanswered: original (20 items)" in out
+    assert "variants the file answers no item of, recorded as unanswered: original (20 items)" in out
     record = json.loads((run / "run.json").read_text())["imported"]
     assert record["by_record"] == {"variant": "typos", "items": 20}
     assert record["unanswered_variants"] == {"original": 20} and record["missing"] == 20

@@ -99,6 +99,11 @@ class LmEvalTaskParams(SourceParams):
     num_fewshot: int | None = Field(None, ge=0, description="few-shot examples (default: the YAML's, else 0)")
     fewshot_seed: int = Field(DEFAULT_FEWSHOT_SEED, description="lm-eval's --fewshot_random_seed")
     limit: int | None = Field(None, ge=1, description="only the first N documents (lm-eval's --limit N)")
+    perturb: str | None = Field(None, description="the document field (a text) the spec's graph perturbs: each "
+                                                  "record gets lm_eval.before and lm_eval.after, the prompt around "
+                                                  "the field's text, so that the prompt template "
+                                                  "'{{ record.lm_eval.before }}{{ text }}{{ record.lm_eval.after }}' "
+                                                  "is lm-eval's prompt with the perturbed text in its place")
 
 
 # --- the task YAML ------------------------------------------------------------------------------
@@ -818,6 +823,10 @@ def _targets(target: Any, choices: list[Any] | None) -> tuple[list[str], int | N
     return [str(target)], None
 
 
+_MARK = "\ue000benchc:perturbed\ue001"
+"""What stands in the ``perturb`` field when the prompt around it is found (private-use characters)."""
+
+
 def _record_id(index: int) -> str:
     return f"{index:06d}"
 
@@ -889,8 +898,29 @@ class Run:
                    "choices": None if context.choices is None else jsonable(context.choices, "doc_to_choice"),
                    "target_delimiter": self.task.target_delimiter, "fewshot": context.fewshot,
                    "fewshot_indices": shots, "prompt": context.prompt, "until": self.task.until}
+        if self.params.perturb is not None:
+            lm_eval["before"], lm_eval["after"] = self._around(doc, shots, builder, context.prompt)
         fields = {str(k): jsonable(v, str(k)) for k, v in doc.items()}
         return Record(id=_record_id(index), fields={**fields, "lm_eval": lm_eval})
+
+    def _around(self, doc: Doc, shots: list[int], builder: ContextBuilder, prompt: str) -> tuple[str, str]:
+        """The prompt before and after the text of the ``perturb`` field: the prompt is built
+        again with a marker in the field's place, which must appear once, unchanged, and give
+        back the prompt when the text is put in its place (a template that transforms the
+        field, ``{{ question | trim }}``, or uses it twice, cannot be perturbed this way)."""
+        name = str(self.params.perturb)
+        value = doc.get(name)
+        if not isinstance(value, str):
+            raise RowError(f"source.perturb: the field {name!r} is " + ("missing" if name not in doc
+                                                                          else f"a {type(value).__name__}, not a text"))
+        marked = builder.build({**doc, name: _MARK}, shots).prompt
+        if marked.count(_MARK) != 1:
+            raise RowError(f"source.perturb: the prompt holds the field {name!r} {marked.count(_MARK)} times, not once "
+                           "(the template transforms it, or uses it twice)")
+        before, after = marked.split(_MARK)
+        if before + value + after != prompt:
+            raise RowError(f"source.perturb: the prompt around the field {name!r} depends on its text")
+        return before, after
 
 
 def _eval_split(task: TaskSettings, params: LmEvalTaskParams) -> str:
@@ -931,6 +961,8 @@ class LmEvalTaskSource(SourceLoader):
         "lm_eval.output_type": "the task's output_type",
         "lm_eval.task": "the task's name",
         "lm_eval.index": "the document's index in the evaluated split (lm-eval's doc_id)",
+        "lm_eval.before": "with source.perturb: the prompt before the field's text",
+        "lm_eval.after": "with source.perturb: the prompt after the field's text",
     }
 
     def load(self, params: LmEvalTaskParams, ctx: SourceContext) -> LoadedSource:

@@ -441,6 +441,10 @@ class Spec(Strict):
     select: AnySelect | None = Field(None, description="hard-record selection (after [sample]): by baseline "
                                                        "models, or by the text itself (kind = \"text\")")
     answer: Answer | None = Field(None, description="answer extraction applied before every metric")
+    answers: dict[str, Answer] = Field(
+        default_factory=dict, description="named answer rules ([answers.strict-match]), each an [answer] table: a "
+                                          "metric reads with one by `answer = \"strict-match\"` (lm-eval's "
+                                          "filter pipelines: one task, several ways to read its answers)")
     split: Split | None = Field(None, description="train/val/test splits by a seeded hash of a key, and the "
                                                   "evaluation sets the items must stay disjoint from")
 

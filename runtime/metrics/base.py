@@ -63,6 +63,7 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)  # per-sample values, where the metric has them
+    answer: str | None = None  # the named answer rule ([answers.NAME]) the answers were read by
 
 
 def split_by(items: list[ScoredItem], by: list[str]) -> dict[tuple[Any, ...], list[ScoredItem]]:

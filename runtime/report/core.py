@@ -32,7 +32,7 @@ from ..artifacts import RunRecord
 from ..runfolder import RUN_FILE, read_json, read_run_record, write_text
 from ..score import SCORES_FILE
 from .tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer, markdown_table,
-                     md_escape, metric_slugs, row_keys, row_label, run_tables, slugify, value_columns)
+                     md_escape, metric_slugs, metric_title, row_keys, row_label, run_tables, slugify, value_columns)
 
 REPORT_FILE = "report.md"
 REPORT_DIR = "report"
@@ -182,16 +182,16 @@ def metric_parts(scores: dict[str, Any], splits: list[list[str]], provenance: Se
         for table in tables:
             table.footer = footer
         figures = []
-        bars = bar_data(metric, split, f"{slug}.bar", metric["name"], short, digits)
+        bars = bar_data(metric, split, f"{slug}.bar", metric_title(metric), short, digits)
         if bars is not None:
             figures.append(Figure(bars.name, "bar", bars))
         for key, value in (metric.get("details") or {}).items():
-            radar = radar_data(value, f"{slug}.{slugify(key)}.radar", f"{metric['name']}: {key}", short, digits)
+            radar = radar_data(value, f"{slug}.{slugify(key)}.radar", f"{metric_title(metric)}: {key}", short, digits)
             if radar is not None:
                 figures.append(Figure(radar.name, "radar", radar))
         notes = list(tables[0].notes)
         tables[0].notes = []
-        parts.append(Part(metric["name"], tables, figures, notes))
+        parts.append(Part(metric_title(metric), tables, figures, notes))
     return parts
 
 

@@ -328,9 +328,9 @@ def run_tables(scores: dict[str, Any], digits: int = 2) -> list[tuple[dict[str, 
     out = []
     names = metric_slugs(scores)
     for metric, slug in zip(scores["metrics"], names):
-        tables = [metric_table(metric, slug, metric["name"], digits)]
+        tables = [metric_table(metric, slug, metric_title(metric), digits)]
         for key, value in (metric.get("details") or {}).items():
-            table = detail_table(key, value, f"{slug}.{slugify(key)}", f"{metric['name']}: {key}", digits)
+            table = detail_table(key, value, f"{slug}.{slugify(key)}", f"{metric_title(metric)}: {key}", digits)
             if table is not None:
                 tables.append(table)
         out.append((metric, tables))
@@ -341,12 +341,17 @@ def slugify(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
 
 
+def metric_title(metric: dict[str, Any]) -> str:
+    """A metric's name, with the named answer rule it read by: ``general.accuracy (strict-match)``."""
+    return metric["name"] + (f" ({metric['answer']})" if metric.get("answer") else "")
+
+
 def metric_slugs(scores: dict[str, Any]) -> list[str]:
-    """A file name per metric: its name, with ``-2``, ``-3`` for repeats of the same name."""
+    """A file name per metric: its name (and named answer rule), with ``-2``, ``-3`` for repeats."""
     seen: dict[str, int] = {}
     out = []
     for metric in scores["metrics"]:
-        slug = slugify(metric["name"])
+        slug = slugify(metric["name"] + (f".{metric['answer']}" if metric.get("answer") else ""))
         seen[slug] = seen.get(slug, 0) + 1
         out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
     return out

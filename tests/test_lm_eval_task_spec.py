@@ -1,0 +1,137 @@
+"""An lm-eval task as a consistency benchmark (issue 29): specs/examples/gsm8k_typos.toml reads
+lm-eval 0.4.13's own gsm8k.yaml through the `lm_eval_task` source, puts a typo node on the
+question (`source.perturb`: the prompt around it), and reads the answers by the task's two
+filter pipelines as two named answer rules (`[answers.strict-match]`, `[answers.flexible-extract]`).
+
+Checked against what lm-eval itself wrote for the same 10 problems (tests/fixtures/peers: Gemma
+3 270M behind llama-cpp-python's server, `local-completions`): the prompts byte for byte, and
+each filter's verdict item by item, through `benchc import` and `benchc score`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from conftest import ROOT, SPECS
+
+SPEC = SPECS / "examples" / "gsm8k_typos.toml"
+LOGS = ROOT / "tests" / "fixtures" / "peers" / "lm_eval" / "completions" / "gemma"
+[LOG] = sorted(LOGS.glob("samples_gsm8k_local_*.jsonl"))
+[RESULTS] = sorted(LOGS.glob("results_*.json"))
+RULES = ("strict-match", "flexible-extract")
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    from benchc.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchc.cli import main
+
+    root = tmp_path_factory.mktemp("gsm8k")
+    assert main(["compile", str(SPEC), "-o", str(root / "m"), "--cache", str(root / "c")]) == 0
+    return root / "m"
+
+
+def _log() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in LOG.read_text().splitlines()]
+
+
+def test_the_original_prompts_are_lm_evals_byte_for_byte(manifest: Path) -> None:
+    items = {r["item_id"]: r for r in pl.read_parquet(manifest / "items.parquet").iter_rows(named=True)}
+    sent = {s["doc_id"]: s["arguments"]["gen_args_0"]["arg_0"] for s in _log()}
+    assert len(sent) == 10 and len(items) == 20
+    for doc_id, prompt in sent.items():
+        original, typos = items[f"{doc_id:06d}#question/original"], items[f"{doc_id:06d}#question/typos"]
+        assert original["prompt"] == prompt  # the 5 shots, the question, "\nAnswer:"
+        # the typo variant is the same prompt around another question
+        before, after = prompt.split(original["text"])
+        assert typos["prompt"] == before + typos["text"] + after and typos["text"] != original["text"]
+
+
+def test_lm_evals_log_scores_as_lm_eval_did_filter_by_filter(manifest: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Imported by prompt (the originals; the typo variants have no answers there), each named
+    rule gives lm-eval's exact_match of its filter on every document, and its score."""
+    run = tmp_path / "run"
+    code, out, err = _main(capsys, "import", manifest, LOG, "--key", "prompt", "-o", run, "--allow-missing")
+    assert code == 0, err
+    assert "imported 10 answer(s) (lm-eval, by prompt)" in out and "typos (10 items)" in out
+    code, out, err = _main(capsys, "score", run, "--format", "lm-eval", "--cache", tmp_path / "c")
+    assert code == 0, err
+    scores = json.loads((run / "scores.json").read_text())
+    assert [(m["name"], m.get("answer")) for m in scores["metrics"]] == [
+        ("general.accuracy", "strict-match"), ("general.accuracy", "flexible-extract"),
+        ("general.consistency", "flexible-extract")]
+    lm_eval = json.loads(RESULTS.read_text())["results"]["gsm8k_local"]
+    exported = next((run / "lm-eval").glob("*/"))
+    for metric, rule in zip(scores["metrics"], RULES):
+        original = next(r for r in metric["rows"] if r["perturbation"] == "original")
+        assert original["accuracy"] / 100 == pytest.approx(lm_eval[f"exact_match,{rule}"])
+        assert f"Answers read by the rule {rule!r}" in " ".join(metric["notes"])
+        task = rule.replace("-", "_")
+        [samples] = exported.glob(f"samples_examples_gsm8k_typos_general_accuracy_{task}_perturbation_original_*")
+        ours = {json.loads(line)["doc"]["record_id"]: json.loads(line)["accuracy"]
+                for line in samples.read_text().splitlines()}
+        theirs = {f"{s['doc_id']:06d}": s["exact_match"] for s in _log() if s["filter"] == rule}
+        assert ours == theirs and len(ours) == 10
+    results = json.loads(next(exported.glob("results_*.json")).read_text())
+    configs = [c for name, c in results["configs"].items() if "strict_match" in name]
+    assert configs and all(c["filter_list"][0]["name"] == "strict-match" for c in configs)
+
+
+def test_a_metric_names_a_rule_the_spec_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _copy(tmp_path)
+    spec.write_text(spec.read_text().replace('answer = "strict-match"', 'answer = "strict_match"'))
+    code, _, err = _main(capsys, "validate", spec)
+    assert code == 2 and err.count("error:") == 1 and "Traceback" not in err
+    assert "metric[0].answer" in err and "no answer rule 'strict_match'" in err and "'strict-match'" in err
+
+
+def test_a_field_the_template_transforms_cannot_be_perturbed(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _copy(tmp_path)
+    task = tmp_path / "lm_eval" / "gsm8k.yaml"
+    task.write_text(task.read_text().replace('doc_to_text: "Question: {{question}}\\nAnswer:"',
+                                             'doc_to_text: "Question: {{question | upper}}\\nAnswer:"'))
+    code, _, err = _main(capsys, "compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "m").exists()
+    assert "source.perturb" in err and "'question'" in err
+
+
+def test_the_task_yaml_and_its_data_are_pinned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another task text or another problem moves the manifest digest, and `benchc diff` says where."""
+    spec = _copy(tmp_path)
+    digests = []
+    for step in ("as shipped", "yaml", "data"):
+        if step == "yaml":
+            task = tmp_path / "lm_eval" / "gsm8k.yaml"
+            task.write_text(task.read_text().replace('"Question: {{question}}', '"Q: {{question}}'))
+        if step == "data":
+            data = tmp_path / "data" / "gsm8k" / "test.jsonl"
+            data.write_text(data.read_text().replace("Anna has 5 apples", "Anna has 6 apples"))
+        out = tmp_path / f"m-{len(digests)}"
+        code, _, err = _main(capsys, "compile", spec, "-o", out, "--cache", tmp_path / "c")
+        assert code == 0, err
+        digests.append(json.loads((out / "lock.json").read_text())["manifest_digest"])
+    assert len(set(digests)) == 3
+    code, out, err = _main(capsys, "diff", tmp_path / "m-0", tmp_path / "m-1")
+    assert "lm_eval/gsm8k.yaml" in out + err
+
+
+def _copy(tmp_path: Path) -> Path:
+    """The example spec with its task and data, in a folder of its own."""
+    shutil.copy(SPEC, tmp_path / SPEC.name)
+    shutil.copytree(SPEC.parent / "lm_eval", tmp_path / "lm_eval")
+    shutil.copytree(SPEC.parent / "data" / "gsm8k", tmp_path / "data" / "gsm8k")
+    return tmp_path / SPEC.name
