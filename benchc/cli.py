@@ -508,7 +508,7 @@ def backends() -> None:
 
 @app.command()
 def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jsonl or .parquet table, "
-                                                 "or a folder of images")],
+                                                 "a folder of images, or an lm-eval task .yaml")],
         out: Annotated[Path | None, typer.Option("--out", "-o", help="spec file to write (default: next to the data, "
                                                                       "named after it: qa.csv -> qa.toml)")] = None,
         kind: Annotated[str | None, typer.Option("--kind", help="text (paraphrase the question) or image (rotate the "
@@ -524,9 +524,23 @@ def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jso
                                                                   "image_path, image_file, image_name "
                                                                   "or img)")] = None) -> None:
     """Write a first, working consistency spec for your own data: a paraphrase test of a table's
-    questions, or a rotation test of its images (or of a folder of images). Never overwrites a file."""
-    from .scaffold import default_out, scaffold
+    questions, or a rotation test of its images (or of a folder of images); or, from an lm-eval
+    task YAML, the task with typos in its question. Never overwrites a file."""
+    from .compiler.errors import Problem
+    from .scaffold import ScaffoldError, default_out, scaffold
+    from .scaffold_lm_eval import is_task_file, scaffold_task
 
+    if is_task_file(data):
+        if any(v is not None for v in (kind, id_column, answer, image)):
+            raise ScaffoldError(Problem("--kind, --id, --answer and --image are for tables and image folders; "
+                                        "an lm-eval task names its own fields", file=str(data),
+                                        hint="--question FIELD names the field to perturb"))
+        written, left_out = scaffold_task(data, out or data.with_suffix(".toml"), question)
+        typer.echo(f"wrote {written}")
+        for reason in left_out:
+            typer.echo(f"  left out: {reason}")
+        typer.echo(f"next: benchc validate {written} --data, then benchc eval {written} -o out --model MODEL")
+        return
     path = scaffold(data, out or default_out(data), kind=kind, id_column=id_column, question_column=question,
                     answer_column=answer, image_column=image)
     typer.echo(f"wrote {path}")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from benchc.compiler.lm_eval_rules import answer_rule, correct_table
 from benchc.compiler.metrics import AccuracyParams
 from benchc.compiler.spec.models import Answer
 from benchc.runtime.answers import extract, is_correct
@@ -29,25 +30,19 @@ def task(name: str) -> dict[str, Any]:
 
 
 def answer_of(pipeline: list[dict[str, Any]]) -> Answer:
-    """An lm-eval filter pipeline as benchc's `[answer]`: regex (group_select 0 or -1: the first
-    or the last match) then take_first (benchc reads one answer per request); as written."""
-    functions = [step["function"] for step in pipeline]
-    assert functions in (["regex", "take_first"], ["take_first"]), functions
-    if functions == ["take_first"]:
-        return Answer(strip=False)
-    regex = pipeline[0]
-    select = {0: "first", -1: "last"}[regex.get("group_select", 0)]
-    return Answer.model_validate({"extract": ["regex"], "pattern": regex["regex_pattern"], "select": select,
-                                  "strip": False, "drop_echo": False})
+    """An lm-eval filter pipeline as benchc's answer rule, as `benchc new TASK.yaml` writes it
+    (compiler/lm_eval_rules.py: regex with group_select 0 or -1, take_first; as written)."""
+    rule = answer_rule(pipeline)
+    assert not isinstance(rule, str), rule
+    return Answer.model_validate(rule)
 
 
 def correct_of(config: dict[str, Any]) -> Any:
-    """The task's exact_match entry as `correct = { rule = "lm_eval_exact", ... }` of a metric."""
+    """The task's exact_match entry as the `correct` table `benchc new TASK.yaml` writes."""
     [entry] = [m for m in config["metric_list"] if m["metric"] == "exact_match"]
-    flags = {key: entry[key] for key in EXACT_MATCH_FLAGS if key in entry}
-    flags.setdefault("ignore_case", False)  # lm-eval's defaults, not benchc's table defaults
-    flags.setdefault("ignore_punctuation", False)
-    return AccuracyParams.model_validate({"target": "answer", "correct": {"rule": "lm_eval_exact", **flags}}).correct
+    table = correct_table(entry)
+    assert not isinstance(table, str), table
+    return AccuracyParams.model_validate({"target": "answer", "correct": table}).correct
 
 
 def samples(run: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -135,3 +135,67 @@ def _copy(tmp_path: Path) -> Path:
     shutil.copytree(SPEC.parent / "lm_eval", tmp_path / "lm_eval")
     shutil.copytree(SPEC.parent / "data" / "gsm8k", tmp_path / "data" / "gsm8k")
     return tmp_path / SPEC.name
+
+
+# benchc new TASK.yaml ------------------------------------------------------------------------
+
+def _task_folder(tmp_path: Path) -> Path:
+    """lm-eval's gsm8k.yaml with its data beside it, in a folder of its own."""
+    shutil.copytree(SPEC.parent / "data" / "gsm8k", tmp_path / "data" / "gsm8k")
+    task = tmp_path / "gsm8k.yaml"
+    task.write_text((SPEC.parent / "lm_eval" / "gsm8k.yaml").read_text().replace("../data/gsm8k", "data/gsm8k"))
+    return task
+
+
+def test_benchc_new_writes_a_task_as_a_spec_that_scores_as_lm_eval(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec `benchc new` writes from lm-eval's gsm8k.yaml asks lm-eval's prompts, and lm-eval's
+    log scores by each of its filters as lm-eval scored it."""
+    task = _task_folder(tmp_path)
+    code, out, err = _main(capsys, "new", task)
+    assert code == 0, err
+    spec = tmp_path / "gsm8k.toml"
+    assert f"wrote {spec}" in out and "left out" not in out
+    text = spec.read_text()
+    assert "[answers.strict-match]" in text and "[answers.flexible-extract]" in text and 'select = "last"' in text
+    code, _, err = _main(capsys, "compile", spec, "-o", tmp_path / "m", "--cache", tmp_path / "c")
+    assert code == 0, err
+    prompts = set(pl.read_parquet(tmp_path / "m" / "items.parquet").filter(pl.col("node") == "original")["prompt"])
+    assert prompts == {s["arguments"]["gen_args_0"]["arg_0"] for s in _log()}
+    code, _, err = _main(capsys, "import", tmp_path / "m", LOG, "--key", "prompt", "-o", tmp_path / "r",
+                         "--allow-missing")
+    assert code == 0, err
+    code, _, err = _main(capsys, "score", tmp_path / "r", "--cache", tmp_path / "c")
+    assert code == 0, err
+    lm_eval = json.loads(RESULTS.read_text())["results"]["gsm8k_local"]
+    metrics = json.loads((tmp_path / "r" / "scores.json").read_text())["metrics"]
+    accuracy = {m["answer"]: next(r["accuracy"] for r in m["rows"] if r["perturbation"] == "original")
+                for m in metrics if m["name"] == "general.accuracy"}
+    assert accuracy == {rule: pytest.approx(100 * lm_eval[f"exact_match,{rule}"]) for rule in RULES}
+
+
+def test_benchc_new_says_what_it_leaves_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task = _task_folder(tmp_path)
+    task.write_text(task.read_text().replace('      - function: "take_first"\n  - name: "flexible-extract"',
+                                             '      - function: "lowercase"\n  - name: "flexible-extract"'))
+    code, out, err = _main(capsys, "new", task, "-o", tmp_path / "spec.toml")
+    assert code == 0, err
+    assert "left out: filter 'strict-match': the filter 'lowercase' has no exact benchc step" in out
+    text = (tmp_path / "spec.toml").read_text()
+    assert "[answers.strict-match]" not in text and "#   - filter 'strict-match'" in text
+    assert 'answer = "flexible-extract"' in text
+
+
+@pytest.mark.parametrize("change,fragment", [
+    (("output_type: generate_until", "output_type: multiple_choice"), "output_type 'multiple_choice'"),
+    (('doc_to_text: "Question: {{question}}\\nAnswer:"', "doc_to_text: !function utils.doc_to_text"),
+     "!function utils.doc_to_text"),
+], ids=["multiple-choice", "function"])
+def test_benchc_new_refuses_what_benchc_cannot_ask(change: tuple[str, str], fragment: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    task = _task_folder(tmp_path)
+    assert change[0] in task.read_text()
+    task.write_text(task.read_text().replace(*change))
+    code, _, err = _main(capsys, "new", task)
+    assert code == 2 and fragment in err and "Traceback" not in err
+    assert not (tmp_path / "gsm8k.toml").exists()
