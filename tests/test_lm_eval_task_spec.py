@@ -14,10 +14,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from difflib import SequenceMatcher
+
 import polars as pl
 import pytest
 
+from benchc import api
+from benchc.runtime.backends.base import BackendOptions
 from conftest import ROOT, SPECS
+from support.rule_backends import rule_backend
 
 SPEC = SPECS / "examples" / "gsm8k_typos.toml"
 LOGS = ROOT / "tests" / "fixtures" / "peers" / "lm_eval" / "completions" / "gemma"
@@ -88,6 +93,41 @@ def test_lm_evals_log_scores_as_lm_eval_did_filter_by_filter(manifest: Path, tmp
     results = json.loads(next(exported.glob("results_*.json")).read_text())
     configs = [c for name, c in results["configs"].items() if "strict_match" in name]
     assert configs and all(c["filter_list"][0]["name"] == "strict-match" for c in configs)
+
+
+class _GsmOptions(BackendOptions):
+    pass
+
+
+def _gsm8k_rules(_: Any, prompt: str) -> str:
+    """Knows every problem: answers it in GSM8K's style ("... #### 12") when asked as written; a
+    question with typos (found by its closest problem) is answered right for even-numbered
+    problems only, and "I think the answer is 0." otherwise."""
+    docs = [json.loads(line) for line in (SPEC.parent / "data" / "gsm8k" / "test.jsonl").read_text().splitlines()]
+    asked = prompt.rsplit("Question: ", 1)[1].removesuffix("\nAnswer:")
+    closest = max(range(len(docs)), key=lambda i: SequenceMatcher(None, asked, docs[i]["question"]).ratio())
+    exact = asked == docs[closest]["question"]
+    return docs[closest]["answer"] if exact or closest % 2 == 0 else "I think the answer is 0."
+
+
+rule_backend("test-gsm8k", _GsmOptions, _gsm8k_rules).takes_stop = True  # none of its answers holds a stop text
+
+
+def test_the_typo_test_runs_and_scores_as_counted_by_hand(tmp_path: Path) -> None:
+    """Run on a rule model: the original questions all right by both rules; with typos, the 5
+    even-numbered problems right (strict-match reads '#### N', flexible-extract the last number),
+    the 5 others "0." (strict: no answer; flexible: '0', wrong); consistency (flexible-extract,
+    exact) holds for the 5 the typos did not change."""
+    common = {"cache_dir": tmp_path / "c", "store_dir": tmp_path / "s"}
+    manifest = api.compile(SPEC, tmp_path / "m", progress=False, **common).manifest_dir
+    api.run(manifest, tmp_path / "r", model="test-gsm8k", progress=False, **common)
+    metrics = api.score(tmp_path / "r", **common)["metrics"]
+    rows = {(m["name"], m.get("answer"), r["perturbation"]): r for m in metrics for r in m["rows"]}
+    for rule in RULES:
+        assert rows["general.accuracy", rule, "original"]["accuracy"] == 100.0
+        assert rows["general.accuracy", rule, "typos"]["accuracy"] == 50.0
+    consistency = rows["general.consistency", "flexible-extract", "typos"]
+    assert consistency["holds"] == 50.0 and consistency["pairs"] == 10
 
 
 def test_a_metric_names_a_rule_the_spec_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
