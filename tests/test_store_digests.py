@@ -111,9 +111,10 @@ def test_an_answers_file_that_is_no_regular_file_is_refused(tmp_path: Path) -> N
     from conftest import SPECS
 
     cli("compile", SPECS / "examples" / "paraphrase.toml", "-o", tmp_path / "m", "--cache", tmp_path / "c", check=True)
-    for path in ("/dev/zero", tmp_path):  # /dev/zero was read for ever
+    for path, why in (("/dev/zero", "not a regular file"),  # /dev/zero was read for ever
+                      (tmp_path, "the folder holds no lm-eval samples files")):  # a folder: a harness's output
         done = cli("import", tmp_path / "m", path, "-o", tmp_path / "run")
-        assert done.returncode == 2 and "Traceback" not in done.stderr and "not a regular file" in done.stderr
+        assert done.returncode == 2 and "Traceback" not in done.stderr and why in done.stderr
         assert not (tmp_path / "run").exists()
     done = cli("check-disjoint", "/etc/hostname", "/etc/hostname")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "is not a compiled manifest" in done.stderr
