@@ -372,9 +372,19 @@ class Consistency(Metric):
         columns = [*params.by, "relation", "pairs", "groups", "holds", "ci_low", "ci_high"]
         notes = [*_short_note(relations.matcher, "holds (relation 'same')"), _note(params, data),
                  f"Pairs: each item against the item with {params.over} = {params.reference!r} of its record "
-                 f"({len(anchored)} records have one); opposite: one answer reads yes and the other no.",
+                 f"({len(anchored)} records have one)" + _relation_words(params) + ".",
                  *left_out_note(data.items, params.over)]
         return MetricResult(self.name, columns, rows, notes=notes, units=units)
+
+
+RELATION_WORDS = {"same": "same: the two answers agree", "opposite": "opposite: one answer reads yes and the other no",
+                  "expected": "expected: each answer is right for its own target"}
+
+
+def _relation_words(params: Any) -> str:
+    """What the relations the metric checks mean (only those it checks)."""
+    used = dict.fromkeys([params.relation, *params.relations.values()])
+    return "; " + "; ".join(RELATION_WORDS[r] for r in used) if used else ""
 
 
 def _note(params: Any, data: MetricInput) -> str:
