@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 HEADER = """# benchc reference: sources, ops, metrics, backends
 
 Generated from the registries by `python -m benchc.reference --write`; do not edit by hand.
-Spec keys are in the README's *Spec reference*; how to add entries is in `docs/extending.md`.
+Spec keys are in docs/spec.md; how to add entries is in `docs/extending.md`.
 The same listings are printed by `benchc sources`, `benchc ops`, `benchc metrics` and
 `benchc backends`.
 """

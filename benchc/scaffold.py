@@ -235,7 +235,7 @@ def _header(data: Path, relative: str, out: Path, summary: str) -> list[str]:
     spec = out.name
     return [
         f"# A first consistency benchmark for {relative}, written by `benchc new`: {summary}.",
-        "# Edit it freely; every key is explained in benchc's README (\"Spec reference\"), and",
+        "# Edit it freely; every key is explained in benchc's docs/spec.md, and",
         "# `benchc ops`, `benchc sources` and `benchc metrics` list what else you can use.",
         "#",
         f"#   benchc validate {spec} --data        # check the spec against the data",

@@ -91,13 +91,19 @@ LM_EVAL_FLAGS = {"rule": "lm_eval_exact", "ignore_case": True, "ignore_punctuati
 """lm-eval's gsm8k.yaml exact_match flags: a probe of the table form of ``correct``."""
 
 
+NO_RULE_PARAMS = frozenset({"answer"})
+"""Metric parameters that are no scoring rule: ``answer`` picks which of the spec's own answer
+rules reads a metric's answers, and its default (none: ``[answer]``) is what every metric did
+before it existed, so no score moves."""
+
+
 def _metric_defaults() -> dict[str, dict[str, Any]]:
     """metric name -> parameter -> its default (required parameters are left out)."""
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(n for n in METRIC_SCHEMAS.names() if n.split(".")[0] in BUILT_IN):
         fields = METRIC_SCHEMAS.get(name).model_fields
         out[name] = {key: _plain(f.get_default(call_default_factory=True)) for key, f in sorted(fields.items())
-                     if not f.is_required()}
+                     if not f.is_required() and key not in NO_RULE_PARAMS}
     return out
 
 

@@ -62,6 +62,6 @@ install_with_pip() {
 install_with_uv || { echo "setup: uv could not install the pins; installing them with pip"; install_with_pip; }
 # The CPU build or nothing: a CUDA torch here means a package source served the wrong wheel.
 "$VENV/bin/python" -c "import sys, torch; sys.exit(torch.version.cuda is not None)" || {
-  echo "setup: torch in $VENV is a CUDA build; expected torch 2.13.0 for CPU (see README, Install)" >&2; exit 1; }
+  echo "setup: torch in $VENV is a CUDA build; expected torch 2.13.0 for CPU (see README, Install; scripts/setup.sh)" >&2; exit 1; }
 echo "$WANT" > "$STAMP"
 echo "setup: done"

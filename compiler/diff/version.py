@@ -27,7 +27,7 @@ from ..errors import BenchcError, Problem
 
 SKIP_ENV = "BENCHC_NO_VERSION_CHECK"
 BUMP_RULE = ("major when existing items or what scores mean change, minor when items are only added, "
-             "patch otherwise (see README, Versioning benchmarks)")
+             "patch otherwise (see docs/guarantees.md, Versioning benchmarks)")
 IDENTITY = ("spec_digest", "source.digest", "source.files", "source.records", "item_count", "manifest_digest",
             "hash_recipe", "manifest_schema", "ops")
 """Lock fields whose change is shown in a version-check message (libraries and model
