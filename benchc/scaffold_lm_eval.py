@@ -39,6 +39,9 @@ def is_task_file(path: Path) -> bool:
 def scaffold_task(task: Path, out: Path, question: str | None = None) -> tuple[Path, list[str]]:
     """Write the spec for the lm-eval task at ``task`` to ``out``; return its path and what of
     the task was left out (each with its reason)."""
+    if not task.is_file():
+        raise ScaffoldError(Problem("no such task file" if not task.exists() else "not a regular file",
+                                    file=str(task), hint="give the path of an lm-eval task .yaml"))
     relative = _relative(task, out)
     cfg = _task_config(task, out)
     output_type = cfg.get("output_type", "generate_until")

@@ -239,3 +239,9 @@ def test_benchc_new_refuses_what_benchc_cannot_ask(change: tuple[str, str], frag
     code, _, err = _main(capsys, "new", task)
     assert code == 2 and fragment in err and "Traceback" not in err
     assert not (tmp_path / "gsm8k.toml").exists()
+
+
+def test_benchc_new_refuses_a_task_file_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _main(capsys, "new", tmp_path / "missing.yaml")
+    assert code == 2 and "no such task file" in err and "Traceback" not in err
+    assert not (tmp_path / "missing.toml").exists()
