@@ -539,7 +539,8 @@ def new(data: Annotated[Path, typer.Argument(help="your data: a .csv, .tsv, .jso
         typer.echo(f"wrote {written}")
         for reason in left_out:
             typer.echo(f"  left out: {reason}")
-        typer.echo(f"next: benchc validate {written} --data, then benchc eval {written} -o out --model MODEL")
+        model = "hf:/path/to/causal-lm" if 'task = "choice-loglik"' in written.read_text() else "MODEL"
+        typer.echo(f"next: benchc validate {written} --data, then benchc eval {written} -o out --model {model}")
         return
     path = scaffold(data, out or default_out(data), kind=kind, id_column=id_column, question_column=question,
                     answer_column=answer, image_column=image)

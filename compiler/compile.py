@@ -595,6 +595,36 @@ def _targets(resolved: Resolved, record: Record, context: dict[str, Any]) -> dic
                 hint=did_you_mean(field_path, sorted(record.fields))
                 or f"its fields: {', '.join(sorted(record.fields))}")) from None
         out[field_path] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    out.update(_stage_choices(resolved, record))
+    return out
+
+
+def _stage_choices(resolved: Resolved, record: Record) -> dict[str, list[str]]:
+    """The choices of each choice-loglik stage that reads them from a record field, keyed by
+    the field's path beside the metrics' targets (the run reads them there: ``targets`` holds
+    every per-item list of texts the compiler reads from records)."""
+    out: dict[str, list[str]] = {}
+    for index, stage in enumerate(resolved.loaded.spec.stage):
+        if stage.task != "choice-loglik" or not isinstance(stage.choices, str):
+            continue
+        key = f"stage[{index}].choices"
+        try:
+            value = record.get(stage.choices)
+        except KeyError:
+            raise SpecError(resolved.loaded.problem(
+                key, f"record {record.id!r} has no field {stage.choices!r}",
+                hint=did_you_mean(stage.choices, sorted(record.fields))
+                or f"its fields: {', '.join(sorted(record.fields))}")) from None
+        if not isinstance(value, list) or len(value) < 2 or not all(isinstance(v, (str, int, float)) for v in value):
+            raise SpecError(resolved.loaded.problem(
+                key, f"record {record.id!r}: field {stage.choices!r} holds {str(value)[:60]!r}, not a list of at "
+                     "least two choices", hint="choices are texts (numbers are read as their text)"))
+        texts = [str(v) for v in value]
+        if len(set(texts)) != len(texts):
+            raise SpecError(resolved.loaded.problem(
+                key, f"record {record.id!r}: field {stage.choices!r} repeats a choice ({texts!r})",
+                hint="two equal choices cannot be told apart by their log-likelihood"))
+        out[stage.choices] = texts
     return out
 
 

@@ -116,3 +116,26 @@ def translate(cfg: dict[str, Any]) -> Translated:
     else:
         out.generation = made
     return out
+
+
+CHOICE_METRICS = {"acc": "loglik", "acc_norm": "loglik_per_char"}
+"""A multiple_choice task's metrics benchc computes, each as a choice-loglik stage's ``choose_by``
+(lm_eval/api/task.py ConfigurableTask.process_results: argmax of the log-likelihoods, and of
+them over each choice's length in characters)."""
+
+DEFAULT_CHOICE_METRICS = ("acc", "acc_norm")
+"""lm_eval/api/registry.py DEFAULT_METRIC_REGISTRY["multiple_choice"]: a task without metric_list."""
+
+
+def choice_stages(cfg: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """A multiple_choice task's ``metric_list`` as choice-loglik stages (stage id -> choose_by),
+    and what is left out, each with its reason."""
+    stages: dict[str, str] = {}
+    left_out: list[str] = []
+    for entry in cfg.get("metric_list") or [{"metric": m} for m in DEFAULT_CHOICE_METRICS]:
+        name = entry.get("metric") if isinstance(entry, dict) else entry
+        if name in CHOICE_METRICS:
+            stages[str(name)] = CHOICE_METRICS[str(name)]
+        else:
+            left_out.append(f"the metric {name!r} (benchc computes acc and acc_norm of a multiple-choice task)")
+    return stages, left_out

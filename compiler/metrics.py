@@ -553,7 +553,7 @@ for _name, _schema in BUILTIN_SCHEMAS.items():
 
 
 STAGE_OUTPUT: dict[str, str] = {"generate": "text", "speech-to-text": "text", "text-to-speech": "audio",
-                                "text-to-image": "image"}
+                                "text-to-image": "image", "choice-loglik": "text"}
 """What each stage task answers with. Metrics read text unless their schema says otherwise."""
 
 

@@ -94,6 +94,8 @@ class MetricResultRecord(Artifact):
     notes: list[str]
     answer: str | None = Field(None, description="the named answer rule ([answers.NAME]) the answers were read "
                                                  "by (absent: [answer])")
+    stage: str | None = Field(None, description="the choice-loglik stage whose answers were scored (absent: any "
+                                                "other stage)")
 
 
 class Scores(Artifact):

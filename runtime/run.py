@@ -31,12 +31,16 @@ from benchc.compiler.templates import TemplateProblem, compile_template, render
 
 from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
 from .backends import Backend, Request, make_backend
+from .backends.base import Choices
 from .executor import LOCAL, ExecutorChoice, MediaSource, execute
 from .overrides import check_backend_overrides
 from .settings import backend_for, setting_groups
 from .runfolder import RESPONSES_FILE, RUN_FILE, check_run_dir, manifest_items, open_manifest, write_run_folder
 from .store import ResponseStore, StoredResponse
 from .verify import verify_answers
+
+CHOICE_REVISION = 1
+"""How a choice-loglik answer is computed (runtime/backends/hf_loglik.py): bump when one can change."""
 
 __all__ = ["RESPONSES_FILE", "RUN_FILE", "RunOptions", "StageOutcome", "run_manifest"]
 
@@ -74,14 +78,16 @@ def stage_backend(stage: Stage, options: RunOptions) -> str:
 
 
 def request_key(fingerprint: dict[str, Any], stage: Stage, spec: Spec, prompt: str, system: str | None,
-                media: list[tuple[str, str]], sample: int, generation: Generation | None = None) -> str:
+                media: list[tuple[str, str]], sample: int, generation: Generation | None = None,
+                choices: Choices | None = None) -> str:
     """``generation``: the item's own settings (a spec that sweeps them); None: the spec's."""
     settings = (generation or spec.generation) if stage.task == "generate" else None
-    return request_digest(fingerprint, stage.task, settings, prompt, system, media, sample)
+    return request_digest(fingerprint, stage.task, settings, prompt, system, media, sample, choices=choices)
 
 
 def request_digest(fingerprint: dict[str, Any], task: str, generation: Generation | None, prompt: str,
-                   system: str | None, media: list[tuple[str, str]], sample: int, seed: int | None = None) -> str:
+                   system: str | None, media: list[tuple[str, str]], sample: int, seed: int | None = None,
+                   choices: Choices | None = None) -> str:
     """The response store's key of a request: everything that can change its answer. A run's
     stage and a compile-time model step asking the same thing share the key (and the answer)."""
     payload: dict[str, Any] = {"kind": "request", "backend": fingerprint, "task": task,
@@ -90,7 +96,18 @@ def request_digest(fingerprint: dict[str, Any], task: str, generation: Generatio
         payload["generation"] = generation.model_dump(mode="json")
     if seed is not None:  # absent otherwise, so the keys of runs stay as they were
         payload["seed"] = seed
+    if choices is not None:  # choice-loglik only
+        payload["choices"] = {**choices.to_json(), "revision": CHOICE_REVISION}
     return digest(payload)
+
+
+def item_choices(stage: Stage, targets: str | None) -> Choices | None:
+    """A choice-loglik stage's choices for one item: its list of texts, or the item's own
+    (the compiler put the record field's list in ``targets``, under the field's path)."""
+    if stage.task != "choice-loglik":
+        return None
+    texts = stage.choices if isinstance(stage.choices, list) else json.loads(targets or "{}")[stage.choices]
+    return Choices(tuple(texts), stage.delimiter, stage.choose_by)
 
 
 def _samples(stage: Stage, spec: Spec) -> int:
@@ -110,7 +127,7 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
     for (item_id, sample), answer in sorted((previous or {}).items()):
         earlier.setdefault(item_id, []).append((sample, answer))
     template = _stage_templates(stage)
-    for row in items.select("item_id", "prompt", "system", "media", "attrs").iter_rows(named=True):
+    for row in items.select("item_id", "prompt", "system", "media", "attrs", "targets").iter_rows(named=True):
         item_media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])
                       if not (text_only and m["kind"] == "image")]
         if previous is None:
@@ -118,9 +135,11 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
         else:
             inputs = [(s, _later_prompt(stage, template, row, a), None, _later_media(stage, item_media, a))
                       for s, a in earlier.get(row["item_id"], [])]
+        choices = item_choices(stage, row["targets"])
         for sample, prompt, system, media in inputs:
-            key = request_key(fingerprint, stage, spec, prompt, system, media, sample, generation)
-            out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample)
+            key = request_key(fingerprint, stage, spec, prompt, system, media, sample, generation, choices)
+            out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample,
+                                                    choices=choices)
     return out
 
 

@@ -11,7 +11,7 @@ import polars as pl
 from benchc.compiler.errors import BenchcError, Problem, RunError, SpecError
 from benchc.compiler.manifest import SPEC_FILE, Manifest
 from benchc.compiler.metrics import METRIC_SCHEMAS, metric_stage_problems, selects
-from benchc.compiler.spec.models import Answer, Spec
+from benchc.compiler.spec.models import Answer, Spec, Stage
 
 from ..defaults import DEFAULT_CACHE, DEFAULT_STORE
 from .answers import describe, extract_all
@@ -159,6 +159,10 @@ def _score_metric(metric: Any, spec: Spec, items: pl.DataFrame, responses: pl.Da
                        media=media, models=models)
     result = implementation.score(params, data)
     result.answer = params.answer
+    chooser = next((s for s in spec.stage if s.id == stage and s.task == "choice-loglik"), None)
+    if chooser is not None:
+        result.stage = stage
+        result.notes.append(choice_note(chooser))
     if params.where:
         result.notes.append(f"Items: the {scored.height} of {items.height} with "
                             + " and ".join(f"{k} in {list(v)}" for k, v in params.where.items()) + " (where).")
@@ -230,9 +234,19 @@ def _round(value: Any) -> Any:
 
 def _result_record(result: MetricResult) -> MetricResultRecord:
     rule = {"answer": result.answer} if result.answer is not None else {}  # absent unless named: bytes kept
+    if result.stage is not None:
+        rule["stage"] = result.stage
     return MetricResultRecord(name=result.name, columns=result.columns,
                               rows=[{k: _round(v) for k, v in row.items()} for row in result.rows],
                               details=result.details, notes=result.notes, **rule)
+
+
+def choice_note(stage: Stage) -> str:
+    """How a choice-loglik stage chose its answers, named in the report (lm-eval's metric names)."""
+    how = ("the highest log-likelihood per character of the choice (lm-eval's acc_norm)"
+           if stage.choose_by == "loglik_per_char" else "the highest log-likelihood (lm-eval's acc)")
+    return (f"Answers (stage {stage.id!r}, choice-loglik): the model wrote none; each choice was scored as the "
+            f"continuation {stage.delimiter!r} + choice of the prompt, and the answer is the choice of {how}.")
 
 
 def _result_json(result: MetricResult) -> dict[str, Any]:

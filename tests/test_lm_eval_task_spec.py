@@ -227,10 +227,10 @@ def test_benchc_new_says_what_it_leaves_out(tmp_path: Path, capsys: pytest.Captu
 
 
 @pytest.mark.parametrize("change,fragment", [
-    (("output_type: generate_until", "output_type: multiple_choice"), "output_type 'multiple_choice'"),
+    (("output_type: generate_until", "output_type: loglikelihood"), "output_type 'loglikelihood'"),
     (('doc_to_text: "Question: {{question}}\\nAnswer:"', "doc_to_text: !function utils.doc_to_text"),
      "!function utils.doc_to_text"),
-], ids=["multiple-choice", "function"])
+], ids=["loglikelihood", "function"])
 def test_benchc_new_refuses_what_benchc_cannot_ask(change: tuple[str, str], fragment: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     task = _task_folder(tmp_path)

@@ -315,11 +315,20 @@ class Generation(Strict):
         return Generation.model_validate({**fixed, **values})
 
 
+CHOICE_KEYS = ("choices", "delimiter", "choose_by")
+"""A ``choice-loglik`` stage's own keys: written to the spec's dump only for such a stage, so the
+digests of every other spec stay as they were."""
+
+
 class Stage(Strict):
-    """A request stage. ``backend = "model"`` is the model under test, chosen at run time."""
+    """A request stage. ``backend = "model"`` is the model under test, chosen at run time.
+
+    ``task = "choice-loglik"`` asks for no text: the model scores each of the item's choices as a
+    continuation of its prompt (the log-likelihood of ``delimiter`` + choice, as lm-eval scores an
+    ``output_type: multiple_choice`` task) and answers with the choice it ranks first."""
 
     id: str
-    task: Literal["generate", "text-to-speech", "speech-to-text", "text-to-image"] = "generate"
+    task: Literal["generate", "text-to-speech", "speech-to-text", "text-to-image", "choice-loglik"] = "generate"
     backend: str = "model"
     input: str = Field("prompt", description="'prompt' (the item) or an earlier stage id")
     template: str | dict[str, Any] | None = Field(
@@ -331,6 +340,22 @@ class Stage(Strict):
     media: Literal["item", "answer", "none"] | None = Field(
         None, description="what the stage's requests carry: the item's media, the input stage's "
                           "answer (audio), or none. Default: 'item' for the first stage, 'answer' after")
+    choices: str | list[str] | None = Field(
+        None, description="choice-loglik: the item's choices, as a record field holding a list of texts "
+                          "('lm_eval.choices') or the texts themselves (['A', 'B', 'C', 'D'])")
+    delimiter: str = Field(" ", description="choice-loglik: the text between the prompt and each choice "
+                                            "(lm-eval's target_delimiter)")
+    choose_by: Literal["loglik", "loglik_per_char"] = Field(
+        "loglik", description="choice-loglik: the answer is the choice of highest log-likelihood (lm-eval's acc), "
+                              "or of highest log-likelihood per character of the choice (its acc_norm)")
+
+    @model_serializer(mode="wrap")
+    def _choice_keys_when_used(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if self.task != "choice-loglik":
+            for key in CHOICE_KEYS:
+                out.pop(key, None)
+        return out
 
     @field_validator("id")
     @classmethod
@@ -344,6 +369,23 @@ class Stage(Strict):
         if self.input == "prompt" and (self.template is not None or self.media == "answer"):
             raise ValueError(f"stage {self.id!r}: template and media = 'answer' need an earlier stage "
                              "as input (the first stage's prompt is [prompt].template)")
+        return self
+
+    @model_validator(mode="after")
+    def _choices_for_choice_loglik(self) -> Stage:
+        given = [key for key in CHOICE_KEYS if key in self.model_fields_set]
+        if self.task != "choice-loglik":
+            if given:
+                raise ValueError(f"stage {self.id!r}: {', '.join(given)} belong to task = \"choice-loglik\"")
+            return self
+        if self.choices is None or (isinstance(self.choices, list) and len(self.choices) < 2):
+            raise ValueError(f"stage {self.id!r}: choice-loglik needs choices: a record field holding the "
+                             "item's choices, or a list of at least two texts")
+        if isinstance(self.choices, list) and len(set(self.choices)) != len(self.choices):
+            raise ValueError(f"stage {self.id!r}: choices repeat a text")
+        if self.input != "prompt":
+            raise ValueError(f"stage {self.id!r}: choice-loglik scores the item's prompt; it cannot read an "
+                             "earlier stage (input = \"prompt\")")
         return self
 
     @property

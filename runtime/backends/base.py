@@ -29,6 +29,21 @@ from benchc.compiler.spec.models import Generation
 
 
 @dataclass(frozen=True)
+class Choices:
+    """What a ``choice-loglik`` request asks: score each of ``texts`` as the continuation
+    ``delimiter + text`` of the prompt, and answer with the best by ``choose_by`` (``loglik``: the
+    sum of the continuation's token log-probabilities, lm-eval's acc; ``loglik_per_char``: that sum
+    over the choice's length in characters, its acc_norm)."""
+
+    texts: tuple[str, ...]
+    delimiter: str = " "
+    choose_by: str = "loglik"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"texts": list(self.texts), "delimiter": self.delimiter, "choose_by": self.choose_by}
+
+
+@dataclass(frozen=True)
 class Request:
     key: str
     task: str
@@ -39,6 +54,8 @@ class Request:
     seed: int | None = None
     """A sampling seed of the request's own (compile-time model steps set one per variant);
     None: the backend derives one from the request's content and ``generation.seed``."""
+    choices: Choices | None = None
+    """A ``choice-loglik`` request's choices; None for every other task."""
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ from pydantic import Field
 from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 
-from . import hf_batching, hf_captioners, hf_prefix, hf_processor
+from . import hf_batching, hf_captioners, hf_loglik, hf_prefix, hf_processor
 from .base import BACKENDS, BackendSpec, Flag, MediaLoader, Request, Response, cut_at_stop
 from .devices import private_rng, release_memory, to_device
 from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed
@@ -204,7 +204,7 @@ class HFVision(LocalTorchBackend):
     See the module docstring. Once loaded it is the ``LoadedModel`` that ``hf_prefix`` and
     ``hf_captioners`` work with, through its public names."""
 
-    tasks = frozenset({"generate"})
+    tasks = frozenset({"generate", "choice-loglik"})
     takes_stop = True
     encodes_ahead = True
     target_help = "/path/to/model (a folder saved with save_pretrained)"
@@ -412,6 +412,8 @@ class HFVision(LocalTorchBackend):
 
     def run_batch(self, requests: list[Request], load_media: MediaLoader) -> list[Response]:
         self.prepare()
+        if any(r.choices is not None for r in requests):  # choice-loglik: scored, not generated
+            return [hf_loglik.answer(self, r) for r in requests]
         if self.sampling:
             return [self._generate_or_split([r], load_media, seed=request_seed(r, self.generation.seed))[0]
                     for r in requests]
@@ -421,7 +423,7 @@ class HFVision(LocalTorchBackend):
         """Greedy batches: the batch's tensors (each request alone with ``share_prefix``), made
         ahead of generation (see ``Backend.encode_batch``); sampled requests and captioners are
         encoded as they run."""
-        if self.sampling or self.family in hf_captioners.CAPTIONER_FAMILIES:
+        if self.sampling or self.family in hf_captioners.CAPTIONER_FAMILIES or any(r.choices for r in requests):
             return None
         if self.share_prefix:
             return hf_prefix.encode_alone(self, requests, load_media)
@@ -430,7 +432,7 @@ class HFVision(LocalTorchBackend):
     def run_encoded(self, requests: list[Request], encoded: Any, load_media: MediaLoader) -> list[Response]:
         self.prepare()
         if encoded is None:
-            return self.run_batch(requests, load_media) if self.sampling else \
+            return self.run_batch(requests, load_media) if self.sampling or any(r.choices for r in requests) else \
                 self._generate_or_split(requests, load_media, seed=None)
         if self.share_prefix:
             return self._generate_shared(requests, load_media, encoded)

@@ -64,6 +64,7 @@ class MetricResult:
     notes: list[str] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)  # per-sample values, where the metric has them
     answer: str | None = None  # the named answer rule ([answers.NAME]) the answers were read by
+    stage: str | None = None  # the choice-loglik stage scored (several may score the same items two ways)
 
 
 def split_by(items: list[ScoredItem], by: list[str]) -> dict[tuple[Any, ...], list[ScoredItem]]:

@@ -342,8 +342,12 @@ def slugify(text: str) -> str:
 
 
 def metric_title(metric: dict[str, Any]) -> str:
-    """A metric's name, with the named answer rule it read by: ``general.accuracy (strict-match)``."""
-    return metric["name"] + (f" ({metric['answer']})" if metric.get("answer") else "")
+    """A metric's name, with the named answer rule it read by and the choice-loglik stage it
+    scored: ``general.accuracy (strict-match)``, ``general.accuracy (stage acc_norm)``."""
+    parts = [metric["answer"]] if metric.get("answer") else []
+    if metric.get("stage"):
+        parts.append(f"stage {metric['stage']}")
+    return metric["name"] + (f" ({', '.join(parts)})" if parts else "")
 
 
 def metric_slugs(scores: dict[str, Any]) -> list[str]:
@@ -351,7 +355,7 @@ def metric_slugs(scores: dict[str, Any]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for metric in scores["metrics"]:
-        slug = slugify(metric["name"] + (f".{metric['answer']}" if metric.get("answer") else ""))
+        slug = slugify(metric["name"] + "".join(f".{metric[k]}" for k in ("answer", "stage") if metric.get(k)))
         seen[slug] = seen.get(slug, 0) + 1
         out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
     return out
