@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +234,121 @@ def test_benchc_new_writes_a_multiple_choice_task_that_scores_as_lm_eval(model: 
                 for m in _scores(run) if m["name"] == "general.accuracy"}
     assert original == {"acc": pytest.approx(100 * printed["acc"]),
                         "acc_norm": pytest.approx(100 * printed["acc_norm"])}
+
+
+# --- a task with Python functions (allow_task_code) -------------------------------------------------
+
+HELLASWAG = SPECS / "examples" / "lm_eval" / "hellaswag" / "hellaswag.yaml"
+
+
+def test_hellaswag_runs_its_process_docs_and_scores_as_lm_eval(model: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """lm-eval's own hellaswag.yaml and utils.py (process_docs is Python), read with
+    allow_task_code: the processed documents' prompts and choices are lm-eval's, and acc and
+    acc_norm are what lm-eval printed."""
+    spec = _spec(tmp_path, "hellaswag/hellaswag.yaml", ARC_STAGES, "allow_task_code = true")
+    out = _run(tmp_path, model, spec, capsys)
+    logged = _samples("hellaswag_local")
+    items = {int(r["item_id"]): r for r in pl.read_parquet(out / "manifest" / "items.parquet").iter_rows(named=True)}
+    by_ll, by_char = _answers(out, tmp_path / "s", "acc"), _answers(out, tmp_path / "s", "acc_norm")
+    assert len(logged) == len(items) == 10
+    for doc_id, sample in logged.items():
+        requests = [sample["arguments"][f"gen_args_{i}"] for i in range(4)]
+        assert items[doc_id]["prompt"] == requests[0]["arg_0"]  # process_docs' query: "[header]" removed
+        assert by_ll[doc_id][1]["choices"] == [r["arg_1"][1:] for r in requests]
+        lm_lls = [float(ll) for ll, _ in sample["filtered_resps"]]
+        for _, details in (by_ll[doc_id], by_char[doc_id]):
+            assert all(abs(a - b) <= LOGLIK_TOLERANCE for a, b in zip(details["loglik"], lm_lls, strict=True))
+        gold = sample["doc"]["gold"]
+        assert (by_ll[doc_id][0] == by_ll[doc_id][1]["choices"][gold]) == (sample["acc"] == 1.0)
+        assert (by_char[doc_id][0] == by_ll[doc_id][1]["choices"][gold]) == (sample["acc_norm"] == 1.0)
+    printed = _printed("hellaswag_local")
+    assert [(m["stage"], m["rows"][0]["accuracy"]) for m in _scores(out)] == [
+        ("acc", pytest.approx(100 * printed["acc"])), ("acc_norm", pytest.approx(100 * printed["acc_norm"]))]
+    lock = json.loads((out / "manifest" / "lock.json").read_text())
+    assert any(f["path"].endswith("hellaswag/utils.py") for f in lock["source"]["files"])
+
+
+def _hellaswag_copy(tmp_path: Path) -> Path:
+    """lm-eval's hellaswag task and its data in a folder of its own (to edit)."""
+    shutil.copytree(SPECS / "examples" / "data" / "hellaswag", tmp_path / "data" / "hellaswag")
+    shutil.copytree(HELLASWAG.parent, tmp_path / "lm_eval" / "hellaswag")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(_spec(tmp_path, "hellaswag/hellaswag.yaml", ARC_STAGES, "allow_task_code = true").read_text()
+                    .replace(str(SPECS / "examples" / "lm_eval"), "lm_eval"))
+    return spec
+
+
+def _records(folder: Path) -> list[Any]:
+    """The lm_eval_task source's records of the copied task, loaded as a compile loads them."""
+    from benchc.compiler.cas import ContentStore
+    from benchc.compiler.sources.base import SourceContext
+    from benchc.compiler.sources.lm_eval_task import LmEvalTaskParams, LmEvalTaskSource
+
+    ctx = SourceContext(roots=[folder], store=ContentStore(folder / "cas"), spec_file=str(folder / "spec.toml"))
+    params = LmEvalTaskParams(task="lm_eval/hellaswag/hellaswag.yaml", allow_task_code=True)
+    return LmEvalTaskSource().load(params, ctx).records
+
+
+def _compile(spec: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["compile", str(spec), "-o", str(out), "--cache", str(spec.parent / "c")])
+    return code, capsys.readouterr().err
+
+
+def test_the_task_code_and_its_versions_are_pinned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    spec = _hellaswag_copy(tmp_path)
+    code, err = _compile(spec, tmp_path / "a", capsys)
+    assert code == 0, err
+    first = json.loads((tmp_path / "a" / "lock.json").read_text())
+    # every record says what ran, and with which lm-eval (a new version: new record digests)
+    [record, *_] = _records(tmp_path)
+    assert record.fields["lm_eval"]["code"] == {
+        "functions": ["process_docs=utils.process_docs"], "lm_eval": metadata.version("lm_eval"),
+        "datasets": metadata.version("datasets"), "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
+    utils = tmp_path / "lm_eval" / "hellaswag" / "utils.py"
+    utils.write_text(utils.read_text().replace('text.replace("  ", " ")', 'text.replace("  ", " ").upper()'))
+    code, err = _compile(spec, tmp_path / "b", capsys)
+    assert code == 0, err
+    second = json.loads((tmp_path / "b" / "lock.json").read_text())
+    assert first["manifest_digest"] != second["manifest_digest"]
+    assert first["source"]["digest"] != second["source"]["digest"]
+
+
+def test_task_code_is_refused_without_allow_task_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _hellaswag_copy(tmp_path)
+    spec.write_text(spec.read_text().replace("allow_task_code = true", ""))
+    code, err = _compile(spec, tmp_path / "m", capsys)
+    assert code == 2 and "!function utils.process_docs" in err and "allow_task_code = true" in err
+    assert "hellaswag.yaml" in err and "Traceback" not in err and not (tmp_path / "m").exists()
+
+
+def test_allow_task_code_without_lm_eval_installed_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchc.compiler.sources import lm_eval_code
+
+    monkeypatch.setattr(lm_eval_code, "lm_eval_installed", lambda: False)
+    code, err = _compile(_hellaswag_copy(tmp_path), tmp_path / "m", capsys)
+    assert code == 2 and "needs lm-eval installed" in err and "pip install" in err and "Traceback" not in err
+
+
+def test_a_function_outside_the_prompt_keys_is_still_refused(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _hellaswag_copy(tmp_path)
+    task = tmp_path / "lm_eval" / "hellaswag" / "hellaswag.yaml"
+    task.write_text(task.read_text().replace("output_type: multiple_choice",
+                                             "output_type: multiple_choice\ndescription: !function utils.preprocess"))
+    code, err = _compile(spec, tmp_path / "m", capsys)
+    assert code == 2 and "description is lm-eval Python code (!function utils.preprocess)" in err
+
+
+def test_failing_task_code_is_one_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _hellaswag_copy(tmp_path)
+    utils = tmp_path / "lm_eval" / "hellaswag" / "utils.py"
+    utils.write_text(utils.read_text().replace('"gold": int(doc["label"]),', '"gold": int(doc["nope"]),'))
+    code, err = _compile(spec, tmp_path / "m", capsys)
+    assert code == 2 and "process_docs failed" in err and "KeyError" in err and "Traceback" not in err
 
 
 # --- the rule, without a model --------------------------------------------------------------------

@@ -7,15 +7,16 @@ lm-eval logs as ``arguments.gen_args_0.arg_0`` (few-shot examples included) for 
 (no chat template) ``generate_until`` or ``multiple_choice`` run.
 
 lm-eval itself is not imported: its behaviour is reproduced here, each detail commented with
-the lm-eval 0.4.13 function it mirrors. Only pure YAML + Jinja tasks are read: a task whose
-prompt, target, choices, documents or few-shot examples come from Python (``!function``) is
-refused, because benchc does not run a task's code. Nothing is fetched: a task that names a hub
+the lm-eval 0.4.13 function it mirrors. Pure YAML + Jinja tasks are read as they are; a task whose
+prompt, target, choices or documents come from Python (``!function``) is refused, unless the spec
+sets ``allow_task_code = true`` and lm-eval is installed: its functions then run at compile time
+(``lm_eval_code``: process_docs, doc_to_text, doc_to_target, doc_to_choice). Nothing is fetched: a task that names a hub
 dataset reads it from ``data`` (a ``save_to_disk`` folder or a folder of its data files).
 
 Not read yet (each refused with a clear error, or noted): chat templates and
 ``fewshot_as_multiturn`` (lm-eval's ``--apply_chat_template`` prompts), system instructions,
 multiple-input tasks (``doc_to_text`` giving a choice index, Winogrande), ``loglikelihood_rolling``,
-``use_prompt`` (promptsource), ``process_docs`` and any other ``!function``, multimodal
+``use_prompt`` (promptsource), a ``!function`` in any key but those above, multimodal
 ``doc_to_image``/``doc_to_audio``, remote ``data_files``, ``dataset_kwargs`` other than
 ``data_files`` and ``field``. Types follow Arrow's inference per split (a column mixing 1 and 1.5
 reads 1.0, as in datasets); datasets' casting of later splits to the first split's features
@@ -99,6 +100,9 @@ class LmEvalTaskParams(SourceParams):
     num_fewshot: int | None = Field(None, ge=0, description="few-shot examples (default: the YAML's, else 0)")
     fewshot_seed: int = Field(DEFAULT_FEWSHOT_SEED, description="lm-eval's --fewshot_random_seed")
     limit: int | None = Field(None, ge=1, description="only the first N documents (lm-eval's --limit N)")
+    allow_task_code: bool = Field(False, description="run the task's Python functions (!function: process_docs, "
+                                                     "doc_to_text, doc_to_target, doc_to_choice) at compile time; "
+                                                     "needs lm-eval installed. Off: such a task is refused")
     perturb: str | None = Field(None, description="the document field (a text) the spec's graph perturbs: each "
                                                   "record gets lm_eval.before and lm_eval.after, the prompt around "
                                                   "the field's text, so that the prompt template "
@@ -111,14 +115,16 @@ class LmEvalTaskParams(SourceParams):
 
 @dataclass(frozen=True)
 class TaskFunction:
-    """A ``!function name`` value: lm-eval imports and runs ``name``; benchc never does."""
+    """A ``!function name`` value: lm-eval imports and runs ``name``; benchc runs it only with
+    ``allow_task_code`` (``lm_eval_code``). ``folder``: the folder of the YAML that names it."""
 
     name: str
     file: str
     line: int
+    folder: str = ""
 
 
-def _yaml_loader(label: str) -> Any:
+def _yaml_loader(label: str, folder: str = "") -> Any:
     """PyYAML's safe loader (its C version where built, as lm_eval/tasks/_yaml_loader.py
     ``_make_loader`` picks ``yaml.CSafeLoader``) that reads ``!function`` as a TaskFunction."""
     import yaml
@@ -129,7 +135,7 @@ def _yaml_loader(label: str) -> Any:
         pass
 
     def function(loader: Any, node: Any) -> TaskFunction:
-        return TaskFunction(str(loader.construct_scalar(node)), label, node.start_mark.line + 1)
+        return TaskFunction(str(loader.construct_scalar(node)), label, node.start_mark.line + 1, folder)
 
     Loader.add_constructor("!function", function)
     return Loader
@@ -142,7 +148,7 @@ def _parse_yaml(path: Path, label: str) -> dict[str, Any]:
 
     try:
         # bytes, as lm-eval's load_yaml opens the file "rb": YAML detects the encoding itself
-        loaded = yaml.load(path.read_bytes(), Loader=_yaml_loader(label))  # noqa: S506 (a safe loader)
+        loaded = yaml.load(path.read_bytes(), Loader=_yaml_loader(label, str(path.parent)))  # noqa: S506 (safe)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise SourceError(Problem(f"not valid YAML: {exc.problem}", file=label,
@@ -220,8 +226,25 @@ def refuse_functions(cfg: dict[str, Any]) -> None:
             raise SourceError(Problem(
                 f"{path} is lm-eval Python code (!function {function.name}); benchc does not run a task's "
                 "Python functions", file=function.file, line=function.line, key=path,
-                hint="lm-eval's Python functions are not run; a pure YAML + Jinja task works (write "
-                     f"{path} as a Jinja template or a field name)"))
+                hint="set source.allow_task_code = true to run it (with lm-eval installed), or write "
+                     f"{path} as a Jinja template or a field name"))
+
+
+def resolve_functions(cfg: dict[str, Any], code: Any) -> dict[str, Any]:
+    """The task's keys with each ``!function`` of a key that makes documents or prompts (and of
+    those keys of fewshot_config) replaced by the function itself (``lm_eval_code.TaskCode``)."""
+    from .lm_eval_code import RUNNABLE_KEYS
+
+    out = dict(cfg)
+    for key in RUNNABLE_KEYS:
+        if isinstance(out.get(key), TaskFunction):
+            out[key] = code.resolve(out[key], key)
+    fewshot = out.get("fewshot_config")
+    if isinstance(fewshot, dict):
+        out["fewshot_config"] = {k: code.resolve(v, f"fewshot_config.{k}")
+                                 if k in RUNNABLE_KEYS and isinstance(v, TaskFunction) else v
+                                 for k, v in fewshot.items()}
+    return out
 
 
 # --- the task's settings, as lm-eval's TaskConfig holds them --------------------------------------
@@ -235,6 +258,7 @@ class FewshotSettings:
     sampler: str
     split: str | None
     samples: list[Doc] | None
+    process_docs: Any
     doc_to_text: Any
     doc_to_choice: Any
     doc_to_target: Any
@@ -287,7 +311,7 @@ def _check_shape(cfg: dict[str, Any], file: str) -> None:
     for key, why in (("use_prompt", "promptsource prompts"), ("doc_to_image", "images (an lmms-eval task?)"),
                      ("doc_to_audio", "audio"), ("custom_dataset", "a custom dataset"),
                      ("process_docs", "documents processed by Python")):
-        if cfg.get(key):
+        if cfg.get(key) and not callable(cfg.get(key)):
             raise _problem(f"{key}: {why} are not read by lm_eval_task yet", file, key)
     output_type = cfg.get("output_type", "generate_until")
     if output_type not in OUTPUT_TYPES:
@@ -320,9 +344,8 @@ def _fewshot_settings(cfg: dict[str, Any], file: str, defaults: dict[str, Any]) 
         # lm_eval/api/samplers.py SAMPLER_REGISTRY: balanced and manual raise NotImplementedError
         raise _problem(f"few-shot sampler {settings['sampler']!r} is not one lm-eval implements",
                        file, "fewshot_config.sampler", "use default or first_n")
-    if settings["process_docs"] is not None:
-        raise _problem("fewshot_config.process_docs: documents processed by Python are not read by lm_eval_task "
-                       "yet", file, "fewshot_config.process_docs")
+    if settings["process_docs"] is not None and not callable(settings["process_docs"]):
+        raise _problem("fewshot_config.process_docs is not a !function", file, "fewshot_config.process_docs")
     samples = settings["samples"]
     if samples is not None and not (isinstance(samples, list) and all(isinstance(s, dict) for s in samples)):
         raise _problem("fewshot_config.samples is not a list of documents", file, "fewshot_config.samples")
@@ -617,6 +640,8 @@ class Renderer:
         """ConfigurableTask.doc_to_text: a field name gives the field; a template's digits
         become an int when the task has choices (a multiple-input task)."""
         spec = self.task.doc_to_text if spec is None else spec
+        if callable(spec):  # a !function the spec lets run (lm_eval_code)
+            return spec(doc)
         if isinstance(spec, int):
             return spec
         if not isinstance(spec, str):
@@ -630,6 +655,8 @@ class Renderer:
         """ConfigurableTask.doc_to_target: digits become an index when the task has choices, and
         a rendered ``[...]`` becomes a list when it parses as a Python literal."""
         spec = self.task.doc_to_target if spec is None else spec
+        if callable(spec):
+            return spec(doc)
         if isinstance(spec, (int, list)):
             return spec
         if not isinstance(spec, str):
@@ -649,7 +676,9 @@ class Renderer:
     def choices(self, doc: Doc, spec: Any = None) -> list[Any]:
         """ConfigurableTask.doc_to_choice: a field, a rendered Python list, a list, a dict's values."""
         spec = self.task.doc_to_choice if spec is None else spec
-        if isinstance(spec, str) and spec in self.columns:
+        if callable(spec):
+            value = spec(doc)
+        elif isinstance(spec, str) and spec in self.columns:
             value = _field(doc, spec, "doc_to_choice")
         elif isinstance(spec, str):
             value = _literal(apply_template(spec, doc, "doc_to_choice"), "doc_to_choice")
@@ -840,6 +869,23 @@ class Run:
     params: LmEvalTaskParams
     split: str
     files: list[FileDigest] = field(default_factory=list)
+    code: Any = None
+    """The task's functions that ran (``lm_eval_code.TaskCode``), or None: no task code."""
+    _processed: dict[tuple[str, int], Docs] = field(default_factory=dict)
+
+    def docs(self, split: str, process: Any = None) -> Docs:
+        """A split's documents, through ``process`` (a task's process_docs) when it has one."""
+        docs = self.data.split(split)
+        if process is None:
+            return docs
+        if (split, id(process)) not in self._processed:
+            from .lm_eval_code import run_process_docs
+
+            rows, columns = run_process_docs(process, docs.docs, docs.columns, f"split {split!r}")
+            at = docs.at if len(rows) == len(docs.docs) else [
+                At(Path(self.task.file), key=f"process_docs({split}) row {n + 1}") for n in range(len(rows))]
+            self._processed[(split, id(process))] = Docs(rows, at, columns)
+        return self._processed[(split, id(process))]
 
     def num_fewshot(self) -> int:
         """lm_eval/evaluator.py simple_evaluate: a task whose YAML says 0 keeps 0 whatever is
@@ -859,16 +905,16 @@ class Run:
         (Task.fewshot_docs) the training split, else the validation split, else the test one."""
         settings = self.task.fewshot
         if settings.split is not None:
-            return self.data.split(settings.split).docs
+            return self.docs(settings.split, settings.process_docs).docs
         if settings.samples is not None:
             return list(settings.samples)
         for key in ("training_split", "validation_split"):
             if self.task.get(key) is not None:
-                return self.data.split(self.task.get(key)).docs
-        return self.data.split(self.split).docs
+                return self.docs(self.task.get(key), self.task.get("process_docs")).docs
+        return self.docs(self.split, self.task.get("process_docs")).docs
 
     def records(self, ctx: SourceContext) -> list[Record]:
-        docs = self.data.split(self.split)
+        docs = self.docs(self.split, self.task.get("process_docs"))
         count = len(docs.docs) if self.params.limit is None else min(self.params.limit, len(docs.docs))
         n = self.num_fewshot()
         pool = self.fewshot_pool() if n > 0 else []
@@ -898,6 +944,8 @@ class Run:
                    "choices": None if context.choices is None else jsonable(context.choices, "doc_to_choice"),
                    "target_delimiter": self.task.target_delimiter, "fewshot": context.fewshot,
                    "fewshot_indices": shots, "prompt": context.prompt, "until": self.task.until}
+        if self.code is not None and self.code.names:
+            lm_eval["code"] = self.code.pins()
         if self.params.perturb is not None:
             lm_eval["before"], lm_eval["after"] = self._around(doc, shots, builder, context.prompt)
         fields = {str(k): jsonable(v, str(k)) for k, v in doc.items()}
@@ -963,13 +1011,23 @@ class LmEvalTaskSource(SourceLoader):
         "lm_eval.index": "the document's index in the evaluated split (lm-eval's doc_id)",
         "lm_eval.before": "with source.perturb: the prompt before the field's text",
         "lm_eval.after": "with source.perturb: the prompt after the field's text",
+        "lm_eval.code": "with source.allow_task_code, when task code ran: its functions (key=!function), and "
+                        "lm-eval's, datasets' and Python's versions",
     }
 
     def load(self, params: LmEvalTaskParams, ctx: SourceContext) -> LoadedSource:
         path = ctx.resolve(params.task, key="source.task")
         files: list[FileDigest] = []
-        task = task_settings(load_task_yaml(path, ctx, files), _label(ctx, path))
-        run = Run(task, TaskData(task, path.parent, params, ctx), params, _eval_split(task, params))
+        cfg = load_task_yaml(path, ctx, files)
+        code = None
+        if params.allow_task_code:
+            from .lm_eval_code import TaskCode, require_lm_eval
+
+            require_lm_eval(_label(ctx, path), "source.allow_task_code")
+            code = TaskCode(ctx)
+            cfg = resolve_functions(cfg, code)
+        task = task_settings(cfg, _label(ctx, path))
+        run = Run(task, TaskData(task, path.parent, params, ctx), params, _eval_split(task, params), code=code)
         records = run.records(ctx)
-        return LoadedSource(records, files + run.data.files)
+        return LoadedSource(records, files + run.data.files + (code.files if code is not None else []))
 
