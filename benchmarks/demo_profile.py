@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "specs" / "mmcbench" / "text2speech.toml"
-OVERRIDES = ["sample.n=2", "sample.stratify=table"]  # the Makefile's demo line
+OVERRIDES = ["sample.n=1", "sample.stratify=table"]  # the Makefile's demo line
 DEMO_JUDGE = "whisper"
 BASELINE = "pocketsphinx:beam=1e-30"  # the demo's judge before whisper
 

@@ -1,7 +1,7 @@
 """`make demo`, once per test run: the README's main job, run in a scratch folder exactly as the
 Makefile runs it (tests/test_text2speech_e2e.py checks that the Makefile still says so). Tests
 that need its outputs, or the answers it stored (papers/example.toml's [run.make] makes the same
-run), share one copy: its 192 clips cost about 100 s of whisper on 2 cores."""
+run), share one copy: its 96 clips cost about 100 s of espeak and whisper on 2 cores."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import ROOT, SPECS, cli
 
-DEMO_ARGS = ["eval", "specs/mmcbench/text2speech.toml", "--model", "espeak", "--set", "sample.n=2", "--set",
+DEMO_ARGS = ["eval", "specs/mmcbench/text2speech.toml", "--model", "espeak", "--set", "sample.n=1", "--set",
              "sample.stratify=table", "--workers", "2", "--out", "out/demo"]
 """``make demo``'s ``benchc`` arguments (the Makefile's ``$(DEMO_OUT)`` spelled out)."""
 
