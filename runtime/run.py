@@ -127,7 +127,8 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
     for (item_id, sample), answer in sorted((previous or {}).items()):
         earlier.setdefault(item_id, []).append((sample, answer))
     template = _stage_templates(stage)
-    for row in items.select("item_id", "prompt", "system", "media", "attrs", "targets").iter_rows(named=True):
+    columns = ["item_id", "prompt", "system", "media", "attrs"] + (["targets"] if "targets" in items.columns else [])
+    for row in items.select(columns).iter_rows(named=True):
         item_media = [(m["kind"], m["sha256"]) for m in json.loads(row["media"])
                       if not (text_only and m["kind"] == "image")]
         if previous is None:
@@ -135,7 +136,7 @@ def build_requests(stage: Stage, spec: Spec, items: pl.DataFrame, fingerprint: d
         else:
             inputs = [(s, _later_prompt(stage, template, row, a), None, _later_media(stage, item_media, a))
                       for s, a in earlier.get(row["item_id"], [])]
-        choices = item_choices(stage, row["targets"])
+        choices = item_choices(stage, row.get("targets"))
         for sample, prompt, system, media in inputs:
             key = request_key(fingerprint, stage, spec, prompt, system, media, sample, generation, choices)
             out[(row["item_id"], sample)] = Request(key, stage.task, prompt, system, tuple(media), sample,

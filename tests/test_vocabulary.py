@@ -120,7 +120,7 @@ def test_metrics_lists_metrics_with_their_params() -> None:
 
 def test_backends_lists_each_backends_options() -> None:
     out = cli("backends", check=True).stdout
-    hf = out[out.index("hf  (generate)"):out.index("hf-asr  ")]
+    hf = out[out.index("hf  (choice-loglik, generate)"):out.index("hf-asr  ")]
     assert "written: hf:TARGET,option=value,... where TARGET is /path/to/model" in hf
     for option in ("batch_size", "dtype", "device", "share_prefix", "decode"):
         assert f"      {option}: " in hf
