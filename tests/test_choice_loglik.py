@@ -328,7 +328,7 @@ def test_allow_task_code_without_lm_eval_installed_is_one_error(tmp_path: Path, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from benchc.compiler.sources import lm_eval_code
 
-    monkeypatch.setattr(lm_eval_code, "lm_eval_installed", lambda: False)
+    monkeypatch.setattr(lm_eval_code, "lm_eval_installed", lambda package="lm_eval": False)
     code, err = _compile(_hellaswag_copy(tmp_path), tmp_path / "m", capsys)
     assert code == 2 and "needs lm-eval installed" in err and "pip install" in err and "Traceback" not in err
 

@@ -40,6 +40,8 @@ class TaskCode:
     """The task functions of one load: resolved once each, every file run recorded."""
 
     ctx: SourceContext
+    package: str = "lm_eval"
+    """The harness the code is written for (``lm_eval``, ``lmms_eval``): its version is pinned."""
     files: list[FileDigest] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     _modules: dict[Path, Any] = field(default_factory=dict)
@@ -86,18 +88,24 @@ class TaskCode:
 
     def pins(self) -> dict[str, Any]:
         """What ran, for every record (``lm_eval.code``)."""
-        return {"functions": sorted(set(self.names)), "lm_eval": metadata.version("lm_eval"),
+        return {"functions": sorted(set(self.names)), self.package: metadata.version(self.package),
                 "datasets": metadata.version("datasets"), "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
 
 
-def lm_eval_installed() -> bool:
-    return importlib.util.find_spec("lm_eval") is not None
+def lm_eval_installed(package: str = "lm_eval") -> bool:
+    return importlib.util.find_spec(package) is not None
 
 
-def require_lm_eval(file: str, key: str) -> None:
-    if not lm_eval_installed():
-        raise SourceError(Problem("allow_task_code runs the task's Python functions, which needs lm-eval "
-                                  "installed; it is not", file=file, key=key, hint=INSTALL_HINT))
+HARNESSES = {"lm_eval": ("lm-eval", INSTALL_HINT),
+             "lmms_eval": ("lmms-eval", "install lmms-eval (pip install --no-deps 'lmms-eval==0.7.3', the lmms-eval "
+                                        "extra of benchc)")}
+
+
+def require_lm_eval(file: str, key: str, package: str = "lm_eval") -> None:
+    name, hint = HARNESSES[package]
+    if not lm_eval_installed(package):
+        raise SourceError(Problem(f"allow_task_code runs the task's Python functions, which needs {name} "
+                                  "installed; it is not", file=file, key=key, hint=hint))
 
 
 def run_process_docs(process: Callable[..., Any], rows: list[dict[str, Any]], columns: list[str],

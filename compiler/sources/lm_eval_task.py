@@ -173,7 +173,7 @@ def _near(ctx: SourceContext, folder: Path, written: str, key: str) -> Path:
                        key)
 
 
-def _label(ctx: SourceContext, path: Path) -> str:
+def task_label(ctx: SourceContext, path: Path) -> str:
     return relative_to_roots(path, ctx.roots)
 
 
@@ -185,7 +185,7 @@ def load_task_yaml(path: Path, ctx: SourceContext, files: list[FileDigest],
     file's own keys win over all (a shallow ``dict.update``, no deep merge). ``seen`` is shared
     by the whole chain, so a file included twice is refused, as lm-eval refuses it."""
     seen = set() if seen is None else seen
-    label = _label(ctx, path)
+    label = task_label(ctx, path)
     if path in seen:
         raise SourceError(Problem("include cycle: this file is included twice (lm-eval refuses it too)",
                                   file=label, key="include"))
@@ -205,13 +205,13 @@ def load_task_yaml(path: Path, ctx: SourceContext, files: list[FileDigest],
     return merged
 
 
-def _first_function(value: Any, key: str) -> tuple[str, TaskFunction] | None:
+def first_function(value: Any, key: str) -> tuple[str, TaskFunction] | None:
     """The first ``!function`` in ``value`` (walked in YAML order), with its key path."""
     if isinstance(value, TaskFunction):
         return key, value
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for part, item in items:
-        found = _first_function(item, f"{key}.{part}" if isinstance(part, str) else f"{key}[{part}]")
+        found = first_function(item, f"{key}.{part}" if isinstance(part, str) else f"{key}[{part}]")
         if found is not None:
             return found
     return None
@@ -220,7 +220,7 @@ def _first_function(value: Any, key: str) -> tuple[str, TaskFunction] | None:
 def refuse_functions(cfg: dict[str, Any]) -> None:
     """One line naming the first ``!function`` of a key this loader reads, and where it is."""
     for key, value in cfg.items():
-        found = None if key in UNREAD_KEYS else _first_function(value, key)
+        found = None if key in UNREAD_KEYS else first_function(value, key)
         if found is not None:
             path, function = found
             raise SourceError(Problem(
@@ -230,13 +230,13 @@ def refuse_functions(cfg: dict[str, Any]) -> None:
                      f"{path} as a Jinja template or a field name"))
 
 
-def resolve_functions(cfg: dict[str, Any], code: Any) -> dict[str, Any]:
+def resolve_functions(cfg: dict[str, Any], code: Any, keys: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The task's keys with each ``!function`` of a key that makes documents or prompts (and of
     those keys of fewshot_config) replaced by the function itself (``lm_eval_code.TaskCode``)."""
     from .lm_eval_code import RUNNABLE_KEYS
 
     out = dict(cfg)
-    for key in RUNNABLE_KEYS:
+    for key in keys or RUNNABLE_KEYS:
         if isinstance(out.get(key), TaskFunction):
             out[key] = code.resolve(out[key], key)
     fewshot = out.get("fewshot_config")
@@ -319,7 +319,7 @@ def _check_shape(cfg: dict[str, Any], file: str) -> None:
                        f"it reads {', '.join(OUTPUT_TYPES)}")
 
 
-def _until(cfg: dict[str, Any], fewshot_delimiter: str) -> list[str] | None:
+def until_of(cfg: dict[str, Any], fewshot_delimiter: str) -> list[str] | None:
     """lm_eval/config/task.py TaskConfig.__post_init__: without ``until``, generation stops at
     the few-shot delimiter (lm_eval/defaults.py default_gen_kwargs when no generation_kwargs)."""
     if cfg.get("output_type", "generate_until") != "generate_until":
@@ -370,7 +370,7 @@ def task_settings(cfg: dict[str, Any], file: str) -> TaskSettings:
     return TaskSettings(name=cfg["task"], file=file, cfg=cfg, output_type=cfg.get("output_type", "generate_until"),
                         description=cfg.get("description", ""), target_delimiter=target_delimiter,
                         fewshot_delimiter=fewshot_delimiter, fewshot=fewshot, num_fewshot=cfg.get("num_fewshot"),
-                        until=_until(cfg, fewshot_delimiter), **shared)
+                        until=until_of(cfg, fewshot_delimiter), **shared)
 
 
 # --- the data -----------------------------------------------------------------------------------
@@ -520,7 +520,7 @@ class TaskData:
                            self.task.file, key)
         found = sorted(p for p in self.base.glob(name) if p.is_file())  # datasets sorts a pattern's matches
         if not found:
-            raise _problem(f"no file matches {name!r} under {_label(self.ctx, self.base)}", self.task.file, key)
+            raise _problem(f"no file matches {name!r} under {task_label(self.ctx, self.base)}", self.task.file, key)
         return [check_within_roots(p, self.ctx.roots, key, name, self.ctx.spec_file) for p in found]
 
     def _snapshot_files(self, split: str) -> list[tuple[Path, str]]:
@@ -539,7 +539,7 @@ class TaskData:
         found = sorted((p for p in folder.rglob("*") if p.is_file() and p.suffix in FILE_FORMATS and wanted(p)),
                        key=lambda p: p.as_posix())
         if not found:
-            raise _problem(f"no data files of split {split!r} in {_label(self.ctx, folder)}", self.task.file,
+            raise _problem(f"no data files of split {split!r} in {task_label(self.ctx, folder)}", self.task.file,
                            "source.data", "name files <split>-*.parquet (or .jsonl, .json, .csv), or <split>/...")
         return [(check_within_roots(p, self.ctx.roots, "source.data", p.name, self.ctx.spec_file),
                  FILE_FORMATS[p.suffix]) for p in found]
@@ -547,7 +547,7 @@ class TaskData:
     def _rows(self, files: list[tuple[Path, str]]) -> Docs:
         entries: list[tuple[At, Doc]] = []
         for path, builder in files:
-            label = _label(self.ctx, path)
+            label = task_label(self.ctx, path)
             read = (_csv_rows(path, label) if builder == "csv" else _parquet_rows(path, label)
                     if builder == "parquet" else _json_rows(path, label, self.ctx, self.kwargs.get("field")))
             self.files.append(self.ctx.file_digest(path, len(read)))
@@ -562,15 +562,15 @@ class TaskData:
 
         part = folder / split if (folder / "dataset_dict.json").is_file() else folder
         if not (part / "state.json").is_file():
-            raise _problem(f"the dataset in {_label(self.ctx, folder)} has no split {split!r}", self.task.file,
+            raise _problem(f"the dataset in {task_label(self.ctx, folder)} has no split {split!r}", self.task.file,
                            "source.data")
         files = sorted(f for f in part.rglob("*") if f.is_file())
         for file in files:
             check_within_roots(file, self.ctx.roots, "source.data", file.name, self.ctx.spec_file)
         dataset = datasets.load_from_disk(str(part))
         rows = [row for batch in dataset.with_format("arrow").iter(batch_size=256) for row in batch.to_pylist()]
-        self.files.append(folder_digest(_label(self.ctx, part), part, files))
-        at = [At(Path(_label(self.ctx, part)), key=f"row {n + 1}") for n in range(len(rows))]
+        self.files.append(folder_digest(task_label(self.ctx, part), part, files))
+        at = [At(Path(task_label(self.ctx, part)), key=f"row {n + 1}") for n in range(len(rows))]
         return Docs(rows, at, list(dataset.column_names))
 
 
@@ -856,7 +856,7 @@ _MARK = "\ue000benchc:perturbed\ue001"
 """What stands in the ``perturb`` field when the prompt around it is found (private-use characters)."""
 
 
-def _record_id(index: int) -> str:
+def doc_record_id(index: int) -> str:
     return f"{index:06d}"
 
 
@@ -949,7 +949,7 @@ class Run:
         if self.params.perturb is not None:
             lm_eval["before"], lm_eval["after"] = self._around(doc, shots, builder, context.prompt)
         fields = {str(k): jsonable(v, str(k)) for k, v in doc.items()}
-        return Record(id=_record_id(index), fields={**fields, "lm_eval": lm_eval})
+        return Record(id=doc_record_id(index), fields={**fields, "lm_eval": lm_eval})
 
     def _around(self, doc: Doc, shots: list[int], builder: ContextBuilder, prompt: str) -> tuple[str, str]:
         """The prompt before and after the text of the ``perturb`` field: the prompt is built
@@ -1023,10 +1023,10 @@ class LmEvalTaskSource(SourceLoader):
         if params.allow_task_code:
             from .lm_eval_code import TaskCode, require_lm_eval
 
-            require_lm_eval(_label(ctx, path), "source.allow_task_code")
+            require_lm_eval(task_label(ctx, path), "source.allow_task_code")
             code = TaskCode(ctx)
             cfg = resolve_functions(cfg, code)
-        task = task_settings(cfg, _label(ctx, path))
+        task = task_settings(cfg, task_label(ctx, path))
         run = Run(task, TaskData(task, path.parent, params, ctx), params, _eval_split(task, params), code=code)
         records = run.records(ctx)
         return LoadedSource(records, files + run.data.files + (code.files if code is not None else []))
