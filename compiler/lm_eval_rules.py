@@ -37,26 +37,41 @@ def answer_rule(pipeline: list[Any]) -> dict[str, Any] | str:
     with ``select`` first or last. Answers are read as written (``strip = false``, no echo
     dropping), as lm-eval reads them."""
     functions = [step.get("function") if isinstance(step, dict) else None for step in pipeline]
-    unknown = [str(f) for f in functions if f not in ("regex", "take_first")]
+    unknown = [str(f) for f in functions if f not in ("regex", "take_first", *TEXT_FILTERS)]
     if unknown:
-        return f"the filter {unknown[0]!r} has no exact benchc step (regex and take_first have)"
+        return (f"the filter {unknown[0]!r} has no exact benchc step (regex, take_first, "
+                f"{', '.join(TEXT_FILTERS)} have)")
     regexes = [step for step in pipeline if step.get("function") == "regex"]
-    rule: dict[str, Any] = {"strip": False, "drop_echo": False}
     if len(regexes) > 1:
         return "two regex filters in one pipeline"
+    rule: dict[str, Any] = {}
     if regexes:
-        step = regexes[0]
-        select = {0: "first", -1: "last"}.get(step.get("group_select", 0))
-        if select is None:
-            return f"group_select {step.get('group_select')!r} (benchc reads the first or the last match)"
-        pattern = str(step.get("regex_pattern", LM_EVAL_REGEX_DEFAULT))
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return f"regex_pattern is not a regular expression: {exc}"
-        rule = {"extract": ["regex"], "pattern": pattern, **({"select": "last"} if select == "last" else {}),
-                **rule}
-    return rule
+        regex = _regex_rule(regexes[0])
+        if isinstance(regex, str):
+            return regex
+        rule = regex
+    steps = [TEXT_FILTERS.get(str(f), "regex") for f in functions if f != "take_first"]
+    if steps:
+        rule = {"extract": steps, **rule}
+    return {**rule, "strip": False, "drop_echo": False}
+
+
+TEXT_FILTERS = {"lowercase": "lowercase", "uppercase": "uppercase", "remove_whitespace": "trim"}
+"""lm-eval filters that are a benchc step as they are (lm_eval/filters/transformation.py
+LowercaseFilter, UppercaseFilter; extraction.py WhitespaceFilter: ``resp.strip()``)."""
+
+
+def _regex_rule(step: dict[str, Any]) -> dict[str, Any] | str:
+    """RegexFilter's pattern and group_select as the regex step's keys."""
+    select = {0: "first", -1: "last"}.get(step.get("group_select", 0))
+    if select is None:
+        return f"group_select {step.get('group_select')!r} (benchc reads the first or the last match)"
+    pattern = str(step.get("regex_pattern", LM_EVAL_REGEX_DEFAULT))
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"regex_pattern is not a regular expression: {exc}"
+    return {"pattern": pattern, **({"select": "last"} if select == "last" else {})}
 
 
 def correct_table(entry: dict[str, Any]) -> dict[str, Any] | str:

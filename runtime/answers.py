@@ -31,6 +31,8 @@ answers real models wrote (Gemma 3 270M behind llama.cpp, issue 25); the readers
   is an article, and "A rectangle" picks none.
 * ``regex``: the first (``select = "first"``) or last (``"last"``) match of ``[answer].pattern``,
   stripped: group ``group``, or the first group that matched, or the whole match without groups.
+* ``lowercase``, ``uppercase``, ``trim``: the text in lower or upper case, or without the white
+  space around it (lm-eval's ``lowercase``, ``uppercase`` and ``remove_whitespace`` filters).
 
 A step that finds nothing leaves no answer: the empty string, which is never correct and agrees
 with no other answer (not even another empty one), so "could not read an answer" never counts
@@ -327,6 +329,13 @@ def _regex(text: str, pattern: str, group: int | None = None, select: str = "fir
     return (value or "").strip() or NO_ANSWER
 
 
+CASE_STEPS = {"lowercase": str.lower, "uppercase": str.upper, "trim": str.strip}
+"""lm-eval's LowercaseFilter, UppercaseFilter and WhitespaceFilter (remove_whitespace), as they
+are (lm_eval/filters/transformation.py, extraction.py 0.4.13). These steps came after scoring
+rules 5 and are not in its fingerprint (runtime/rules.py EXTRACTION_STEPS): no earlier number
+moves; tests/test_lm_eval_task_spec.py pins what they do."""
+
+
 def _step(text: str, step: str, answer: Answer, prompt: str = "") -> str:
     if step == "answer_text":
         return answer_text(text)
@@ -345,6 +354,8 @@ def _step(text: str, step: str, answer: Answer, prompt: str = "") -> str:
     if step == "regex":
         assert answer.pattern is not None  # the spec model requires it with the step
         return _regex(text, answer.pattern, answer.group, answer.select)
+    if step in CASE_STEPS:
+        return CASE_STEPS[step](text)
     raise ValueError(f"unknown extraction step {step!r}")
 
 

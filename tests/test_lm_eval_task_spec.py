@@ -55,13 +55,17 @@ def _log() -> list[dict[str, Any]]:
 def test_the_original_prompts_are_lm_evals_byte_for_byte(manifest: Path) -> None:
     items = {r["item_id"]: r for r in pl.read_parquet(manifest / "items.parquet").iter_rows(named=True)}
     sent = {s["doc_id"]: s["arguments"]["gen_args_0"]["arg_0"] for s in _log()}
-    assert len(sent) == 10 and len(items) == 20
+    assert len(sent) == 10 and len(items) == 30
     for doc_id, prompt in sent.items():
-        original, typos = items[f"{doc_id:06d}#question/original"], items[f"{doc_id:06d}#question/typos"]
+        original = items[f"{doc_id:06d}#question/original"]
         assert original["prompt"] == prompt  # the 5 shots, the question, "\nAnswer:"
-        # the typo variant is the same prompt around another question
+        # each variant is the same prompt around another question
         before, after = prompt.split(original["text"])
-        assert typos["prompt"] == before + typos["text"] + after and typos["text"] != original["text"]
+        for node in ("typos", "numbers"):
+            variant = items[f"{doc_id:06d}#question/{node}"]
+            assert variant["prompt"] == before + variant["text"] + after and variant["text"] != original["text"]
+    # numbers in words: "Anna has 5 apples. She buys 7 more apples." reads "five", "seven"
+    assert items["000000#question/numbers"]["text"].startswith("Anna has five apples. She buys seven more apples.")
 
 
 def test_lm_evals_log_scores_as_lm_eval_did_filter_by_filter(manifest: Path, tmp_path: Path,
@@ -72,6 +76,7 @@ def test_lm_evals_log_scores_as_lm_eval_did_filter_by_filter(manifest: Path, tmp
     code, out, err = _main(capsys, "import", manifest, LOG, "--key", "prompt", "-o", run, "--allow-missing")
     assert code == 0, err
     assert "imported 10 answer(s) (lm-eval, by prompt)" in out and "typos (10 items)" in out
+    assert "numbers (10 items)" in out
     code, out, err = _main(capsys, "score", run, "--format", "lm-eval", "--cache", tmp_path / "c")
     assert code == 0, err
     scores = json.loads((run / "scores.json").read_text())
@@ -114,10 +119,10 @@ rule_backend("test-gsm8k", _GsmOptions, _gsm8k_rules).takes_stop = True  # none 
 
 
 def test_the_typo_test_runs_and_scores_as_counted_by_hand(tmp_path: Path) -> None:
-    """Run on a rule model: the original questions all right by both rules; with typos, the 5
-    even-numbered problems right (strict-match reads '#### N', flexible-extract the last number),
-    the 5 others "0." (strict: no answer; flexible: '0', wrong); consistency (flexible-extract,
-    exact) holds for the 5 the typos did not change."""
+    """Run on a rule model: the original questions all right by both rules; with typos or numbers
+    in words, the 5 even-numbered problems right (strict-match reads '#### N', flexible-extract the
+    last number), the 5 others "0." (strict: no answer; flexible: '0', wrong); consistency
+    (flexible-extract, exact) holds for the 5 the perturbation did not change."""
     common = {"cache_dir": tmp_path / "c", "store_dir": tmp_path / "s"}
     manifest = api.compile(SPEC, tmp_path / "m", progress=False, **common).manifest_dir
     api.run(manifest, tmp_path / "r", model="test-gsm8k", progress=False, **common)
@@ -126,8 +131,10 @@ def test_the_typo_test_runs_and_scores_as_counted_by_hand(tmp_path: Path) -> Non
     for rule in RULES:
         assert rows["general.accuracy", rule, "original"]["accuracy"] == 100.0
         assert rows["general.accuracy", rule, "typos"]["accuracy"] == 50.0
-    consistency = rows["general.consistency", "flexible-extract", "typos"]
-    assert consistency["holds"] == 50.0 and consistency["pairs"] == 10
+        assert rows["general.accuracy", rule, "numbers"]["accuracy"] == 50.0
+    for node in ("typos", "numbers"):
+        consistency = rows["general.consistency", "flexible-extract", node]
+        assert consistency["holds"] == 50.0 and consistency["pairs"] == 10
 
 
 def test_a_metric_names_a_rule_the_spec_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -245,3 +252,27 @@ def test_benchc_new_refuses_a_task_file_that_is_not_there(tmp_path: Path, capsys
     code, _, err = _main(capsys, "new", tmp_path / "missing.yaml")
     assert code == 2 and "no such task file" in err and "Traceback" not in err
     assert not (tmp_path / "missing.toml").exists()
+
+
+# lm-eval's filters as answer rules -----------------------------------------------------------------
+
+FILTER_OUTPUTS = ROOT / "tests" / "fixtures" / "peers" / "lm_eval" / "filters" / "outputs.json"
+
+
+@pytest.mark.parametrize("name", sorted(json.loads(FILTER_OUTPUTS.read_text())["pipelines"]))
+def test_each_filter_pipeline_reads_as_lm_evals_own_filters(name: str) -> None:
+    """What lm-eval 0.4.13's own filter classes gave for each answer (regex, lowercase, uppercase,
+    remove_whitespace, take_first; tests/fixtures/peers/lm_eval/filters/make_outputs.py) is what
+    the named rule `benchc new` writes for the pipeline reads; lm-eval's "[invalid]" (no match) is
+    benchc's no answer, wrong against any target either way."""
+    from benchc.compiler.lm_eval_rules import answer_rule
+    from benchc.compiler.spec.models import Answer
+    from benchc.runtime.answers import NO_ANSWER, extract
+
+    fixture = json.loads(FILTER_OUTPUTS.read_text())
+    pipeline = fixture["pipelines"][name]
+    rule = answer_rule(pipeline["filter"])
+    assert isinstance(rule, dict), rule
+    answer = Answer.model_validate(rule)
+    read = [extract(text, answer) for text in fixture["answers"]]
+    assert read == [NO_ANSWER if out == "[invalid]" else out for out in pipeline["outputs"]]

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..errors import Problem, SourceError
 from ..paths import check_within_roots, inside, relative_to_roots, resolve_in_roots
@@ -108,6 +108,15 @@ class LmEvalTaskParams(SourceParams):
                                                   "the field's text, so that the prompt template "
                                                   "'{{ record.lm_eval.before }}{{ text }}{{ record.lm_eval.after }}' "
                                                   "is lm-eval's prompt with the perturbed text in its place")
+
+    @model_serializer(mode="wrap")
+    def _task_code_when_allowed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``allow_task_code`` is written only when set: the specs written before it keep their
+        documents, hence their digests."""
+        out: dict[str, Any] = handler(self)
+        if not self.allow_task_code:
+            out.pop("allow_task_code", None)
+        return out
 
 
 # --- the task YAML ------------------------------------------------------------------------------

@@ -395,7 +395,7 @@ class Stage(Strict):
 
 
 ExtractStep = Literal["answer_text", "normalize", "first_line", "first_sentence", "yes_no", "number", "option_letter",
-                      "regex"]
+                      "regex", "lowercase", "uppercase", "trim"]
 EXTRACT_STEPS: tuple[str, ...] = ExtractStep.__args__  # type: ignore[attr-defined]
 
 
@@ -426,7 +426,8 @@ class Answer(Strict):
         default_factory=list, description="steps, in order: answer_text (without markdown and labels such as "
                                           "'Answer:'), normalize (lower case, no punctuation or articles, number "
                                           "words as digits), first_line, first_sentence, yes_no, number, "
-                                          "option_letter, regex")
+                                          "option_letter, regex, lowercase, uppercase, trim (the white space "
+                                          "around the text: lm-eval's filters lowercase, uppercase, remove_whitespace)")
     pattern: str | None = Field(None, description="regex step: the pattern; its first group that matched (or the "
                                                   "whole match) is the answer")
     group: int | None = Field(None, ge=0, description="regex step: the group to read (0: the whole match)")
