@@ -53,19 +53,29 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reproduce")
     def reproduce(
-            paper: Annotated[Path, typer.Argument(help="a paper file (.toml) listing runs, tables and figures")],
+            paper: Annotated[Path | None, typer.Argument(help="a paper file (.toml) listing runs, tables and "
+                                                              "figures")] = None,
             record: Annotated[bool, typer.Option("--record", help="write the hashes of what is generated now "
                                                   "into the paper file")] = False,
             make: Annotated[bool, typer.Option("--make/--no-make", help="compile and run, from its [run.make], "
                                                "each run whose folder is missing")] = True,
+            list_: Annotated[bool, typer.Option("--list", help="list each table and figure of the paper (default: of "
+                                                "every papers/*.toml) with its status; nothing is made")] = False,
             fmt: OutputFormat = "text",
     ) -> None:
         """Regenerate a paper's tables and figures from its pinned runs (re-scored from their
         responses and manifests) and check them against the hashes recorded in the paper file;
-        any difference fails (exit 1) and says which artifact and which cells changed."""
+        any difference fails (exit 1) and says which artifact and which cells changed. With
+        --list, say instead which of the paper's tables and figures are shipped, and what the
+        others need."""
         from benchc import api
 
         check_format(fmt)
+        if list_:
+            _list_coverage(paper, fmt)
+            return
+        if paper is None:
+            raise typer.BadParameter("give a paper file (or --list)", param_hint="PAPER")
         result = api.reproduce(paper, record=record, check=False, make=make)
         if fmt == "json":  # then the check: drift still fails (exit 1), its message on stderr
             echo_json({"paper": paper, "output": result.output, "recorded": result.recorded, "made": result.made,
@@ -83,3 +93,13 @@ def register(app: typer.Typer) -> None:
         api.check_reproduction(result, paper)
         if not record:
             typer.echo(f"all {len(result.files)} file(s) match the recorded hashes -> {result.output}")
+
+
+def _list_coverage(paper: Path | None, fmt: str) -> None:
+    from benchc.runtime.paper_coverage import coverage, render
+
+    reports = coverage([paper] if paper is not None else [])
+    if fmt == "json":
+        echo_json({"papers": [r.to_json() for r in reports]})
+        return
+    typer.echo(render(reports))

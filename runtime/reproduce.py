@@ -39,6 +39,7 @@ folder; files that do not go to ``OUTPUT/drift/`` for a look.
 
 from __future__ import annotations
 
+
 import difflib
 import hashlib
 import json
@@ -46,7 +47,7 @@ import re
 import shutil
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as replaced
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -151,6 +152,8 @@ class PaperTable(_Artifact):
                                                                   "before the mean (default `digits`)")
     sort: str | None = Field(None, description="order the rows by this column (GROUP/COLUMN, or the average's)")
     descending: bool = Field(True, description="with sort: highest first")
+    notes: list[str] = Field(default_factory=list, description="said under the table (before the metrics' own "
+                                                               "notes): where it departs from the paper, and why")
 
     @model_validator(mode="before")
     @classmethod
@@ -215,12 +218,54 @@ class Recorded(_Strict):
     artifacts: dict[str, str] = Field(default_factory=dict)
 
 
+COVERAGE_STATUS = ("shipped", "reachable", "needs data", "needs weights", "not reachable")
+"""Where a paper's table or figure stands (``[[coverage]]``): made by this file (shipped); a
+bundled spec and metric could make it offline, no table lays it out yet (reachable); it needs
+the paper's real data, or model weights, that are not bundled; benchc cannot compute it."""
+
+
+class PaperCoverage(_Strict):
+    """``[[coverage]]``: one table or figure of the paper that reports numbers, and where benchc
+    stands on it (``benchc reproduce --list``)."""
+
+    ref: str = Field(min_length=1, description="the paper's own number: 'Table 3', 'Figure 6'")
+    title: str = Field(min_length=1, description="what it reports")
+    status: Literal["shipped", "reachable", "needs data", "needs weights", "not reachable"]
+    by: list[str] = Field(default_factory=list, description="status shipped: the [[table]] / [[figure]] names "
+                                                            "that make it")
+    needs: str | None = Field(None, description="what a user must supply, or what benchc lacks (not shipped)")
+
+    @model_validator(mode="after")
+    def _shipped_by(self) -> PaperCoverage:
+        if (self.status == "shipped") != bool(self.by):
+            raise ValueError(f"{self.ref}: `by` names the tables that ship it, for status 'shipped' only")
+        if self.status != "shipped" and not self.needs:
+            raise ValueError(f"{self.ref}: status {self.status!r} says what it needs (`needs`)")
+        return self
+
+
 class Paper(_Strict):
     paper: PaperMeta
     run: list[PaperRun] = Field(min_length=1)
     table: list[PaperTable] = Field(default_factory=list)
     figure: list[PaperFigure] = Field(default_factory=list)
+    coverage: list[PaperCoverage] = Field(default_factory=list, description="every table and figure of the paper "
+                                                                            "that reports numbers")
     recorded: Recorded = Field(default_factory=Recorded)
+
+    @model_validator(mode="after")
+    def _coverage_names_artifacts(self) -> Paper:
+        made = {a.name for a in [*self.table, *self.figure]}
+        refs = [c.ref for c in self.coverage]
+        for entry in self.coverage:
+            unknown = [name for name in entry.by if name not in made]
+            if unknown:
+                raise ValueError(f"coverage {entry.ref}: no [[table]] or [[figure]] named {unknown[0]!r} "
+                                 f"(this file makes: {', '.join(sorted(made)) or 'none'})")
+        twice = sorted({r for r in refs if refs.count(r) > 1})
+        if twice:
+            raise ValueError(f"coverage lists {twice[0]!r} twice")
+        return self
 
 
 @dataclass(frozen=True)
@@ -498,6 +543,8 @@ def _table_of(artifact: PaperTable, runs: list[RunContext]) -> Table:
     table = table.rounded()  # sorted, written and hashed as printed: noise cannot reorder rows
     if artifact.sort is not None:
         table = sorted_by(table, artifact.sort, artifact.descending)
+    if artifact.notes:
+        table = replaced(table, notes=[*artifact.notes, *table.notes])
     return table
 
 
