@@ -30,6 +30,19 @@ COLUMNS = {("hard", "heavy"): "Hard Heavy/score", ("hard", "light"): "Hard Light
 ROBUST = {"heavy": 11, "light": 19}  # character-level; light: + word-level
 
 
+def _empty_cosines(manifest: Path) -> dict[tuple[str, str], float]:
+    """m of each table: the mean over its 2 clean sentences of their cosine with ""."""
+    items = pl.read_parquet(manifest / "items.parquet")
+    clean: dict[tuple[str, str], list[str]] = {}
+    for text, attrs in zip(items["text"], items["attrs"], strict=True):
+        a = json.loads(attrs)
+        if a["corruption"] == "clean":
+            clean.setdefault((a["selection"], a["severity"]), []).append(text.lower().strip())
+    embedder = load_embedder("minilm")
+    empty = embedder.encode([""])[0]
+    return {key: float(np.mean(embedder.encode(sentences) @ empty)) for key, sentences in clean.items()}
+
+
 def _hand_counts(manifest: Path) -> dict[tuple[str, str], float]:
     items = pl.read_parquet(manifest / "items.parquet")
     clean: dict[tuple[str, str], list[str]] = {}
@@ -50,7 +63,7 @@ def _hand_counts(manifest: Path) -> dict[tuple[str, str], float]:
 
 def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "mmcbench", monkeypatch, capsys, runs=3, files=5)
+    output = reproduce_fresh(tmp_path, "mmcbench", monkeypatch, capsys, runs=3, files=8)
 
     rows = table(output / "table4.csv")
     assert list(next(iter(rows.values()))) == ["model", *COLUMNS.values(), "Average"]
@@ -71,3 +84,17 @@ def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
     for label in ("heavy/hard", "heavy/random", "light/hard", "light/random"):
         hundreds = sum(1 for row in per.values() if float(row[label]) == pytest.approx(100, abs=0.01))
         assert hundreds == ROBUST[label.split("/")[0]], label
+
+    # Figure 2's text-to-speech panel: each model per corruption relative to the best model (the
+    # oracle's 100): oracle and silent 1 everywhere; char-robust 1 where it kept the sentence, else
+    # m, its table's cosine of a clean sentence with "" (rounded as the figure's CSV prints it)
+    radar = table(output / "fig2_text_to_speech.csv")
+    assert len(radar) == 23
+    cosines = _empty_cosines(tmp_path / "runs" / "char-robust" / "run.manifest")
+    for corruption, row in radar.items():
+        for label in ("heavy/hard", "heavy/random", "light/hard", "light/random"):
+            assert float(row[f"oracle {label}"]) == float(row[f"silent {label}"]) == 1.0
+            severity, selection = label.split("/")
+            kept = float(per[corruption][label]) == pytest.approx(100, abs=0.01)
+            wanted = 1.0 if kept else cosines[(selection, severity)]
+            assert float(row[f"char-robust {label}"]) == pytest.approx(wanted, abs=0.0006), (corruption, label)
