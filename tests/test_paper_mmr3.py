@@ -56,7 +56,7 @@ def _constant_s_gt(embedder: Any, task: str) -> float:
 
 def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=12, files=6)
+    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=12, files=15)
     embedder = load_embedder("minilm")
 
     for name in ("table2", "table2_sampling"):
@@ -98,3 +98,25 @@ def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
     oracle_row = next(line for line in md.splitlines() if line.startswith("| oracle |"))
     # cells 7-11: Image Restyling's Acc, S_GT, Con, S_C, O_all
     assert oracle_row.split("|")[7:12] == [" 100.00 ", " 100.00 ", " n/a ", " n/a ", " n/a "]
+
+    # Tables 9-11: Context Reasoning by the mask's colour, lines and shape. The oracle is right
+    # and consistent under every mask (100 everywhere); "zebra" is never right (Acc 0), always
+    # consistent (Con, S_C 100), and its S_GT under a mask value is its mean cosine with the
+    # targets of the answers under that value (counted from the manifest's items)
+    items = pl.read_parquet(tmp_path / "runs" / "constant-context_reasoning.manifest" / "items.parquet")
+    for name, attribute in (("table9", "color"), ("table10", "lines"), ("table11", "shape")):
+        rows = {label: numbers(row) for label, row in table(output / f"{name}.csv").items()}
+        per_value: dict[str, Counter[str]] = {}
+        for attrs, targets in zip(items["attrs"], items["targets"], strict=True):
+            value = str(json.loads(attrs)[attribute])
+            per_value.setdefault(value, Counter())[json.loads(targets).popitem()[1][0]] += 1
+        assert len(per_value) == {"color": 6, "lines": 4, "shape": 2}[attribute]
+        for value, counts in per_value.items():
+            assert [rows["oracle"][f"{value}/{c}"] for c in ("Acc", "S_GT", "Con", "S_C", "O_all")] == [100.0] * 5
+            emb = embedder.encode(["zebra", *counts])
+            s_gt = 100 * float(np.average(emb[1:] @ emb[0], weights=list(counts.values())))
+            constant = rows["constant"]
+            assert constant[f"{value}/Acc"] == 0.0 and constant[f"{value}/Con"] == constant[f"{value}/S_C"] == 100.0
+            assert constant[f"{value}/S_GT"] == pytest.approx(s_gt, abs=0.005 + 1e-9), (name, value)
+            assert constant[f"{value}/O_all"] == pytest.approx(statistics.harmonic_mean([s_gt / 2, 100.0]),
+                                                               abs=0.005 + 1e-9), (name, value)
