@@ -224,10 +224,10 @@ def test_benchc_new_writes_a_task_as_a_spec_that_scores_as_lm_eval(tmp_path: Pat
 def test_benchc_new_says_what_it_leaves_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     task = _task_folder(tmp_path)
     task.write_text(task.read_text().replace('      - function: "take_first"\n  - name: "flexible-extract"',
-                                             '      - function: "lowercase"\n  - name: "flexible-extract"'))
+                                             '      - function: "majority_vote"\n  - name: "flexible-extract"'))
     code, out, err = _main(capsys, "new", task, "-o", tmp_path / "spec.toml")
     assert code == 0, err
-    assert "left out: filter 'strict-match': the filter 'lowercase' has no exact benchc step" in out
+    assert "left out: filter 'strict-match': the filter 'majority_vote' has no exact benchc step" in out
     text = (tmp_path / "spec.toml").read_text()
     assert "[answers.strict-match]" not in text and "#   - filter 'strict-match'" in text
     assert 'answer = "flexible-extract"' in text

@@ -34,7 +34,7 @@ CASES = {
                              "node[1].params.angle", "names a value twice"),
     "target names an attribute no item has": (('target = "answer"', 'target = "{{ attrs.colour or record.answer }}"'),
                                               "metric[0].target", "has no attribute 'colour'"),
-    "unknown extraction step": (('extract = ["first_line", "normalize"]', 'extract = ["first_line", "lowercase"]'),
+    "unknown extraction step": (('extract = ["first_line", "normalize"]', 'extract = ["first_line", "lowercased"]'),
                                 "answer.extract", "normalize"),
 }
 
