@@ -2,12 +2,11 @@
 the README running"; docs/tutorial.md's are run by tests/test_tutorial.py).
 
 The README's ```sh blocks run in order, each command in bash, in an empty folder holding the
-bundled specs (and the venv), as a user would after setting up: each must succeed. Two are not run here because the
-suite is where they run: `make demo` (the session's demo fixture runs its exact command, checked
-against the Makefile by tests/test_text2speech_e2e.py) and `make test` (this suite). The folder
-starts with the demo's compile cache and response store, as a user's would after `make demo`:
-the README's text-to-speech run asks what the demo asked, so its answers come from the store
-(checked: nothing is asked again), which keeps this test cheap.
+bundled specs (and the venv), as a user would after setting up: each must succeed. Two are not
+run here because the suite is where they run: `make demo` (the session's demo fixture runs its
+exact command, checked against the Makefile by tests/test_text2speech_e2e.py) and `make test`
+(this suite). The run in steps asks what the README's earlier `benchc eval` asked, so its answers
+come from the store (checked: nothing is asked again), and scores as `benchc eval` does.
 """
 
 from __future__ import annotations
@@ -19,10 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT, SPECS
-from support.demo import Demo
 
 NOT_RUN_HERE = {"make demo", "make test"}
 """README commands this suite runs by being itself (see the module docstring)."""
@@ -45,12 +41,9 @@ def _commands() -> list[str]:
     return [c for c in commands if c not in NOT_RUN_HERE]
 
 
-@pytest.mark.slow  # the demo it reuses takes ~100 s; its own commands ~20 s
-@pytest.mark.xdist_group("demo")
-def test_every_readme_command_runs(demo: Demo, tmp_path: Path) -> None:
+def test_every_readme_command_runs(tmp_path: Path) -> None:
     (tmp_path / "specs").symlink_to(SPECS)
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
-    demo.copy_store_and_cache(tmp_path)
     commands = _commands()
     assert any(c.startswith("benchc eval") for c in commands) and any(c.startswith("benchc run") for c in commands)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -61,9 +54,9 @@ def test_every_readme_command_runs(demo: Demo, tmp_path: Path) -> None:
         assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         outputs.append((command, done.stdout + done.stderr))
     ran = next(out for command, out in outputs if command.startswith("benchc run"))
-    assert re.search(r"\((\d+) cached, 0 run\)", ran), ran  # every answer from the demo's store
-    # the run in four steps and `benchc eval` give the same scores
-    steps = json.loads((tmp_path / "out" / "t2s" / "run" / "scores.json").read_text())
-    at_once = json.loads((tmp_path / "out" / "t2s-eval" / "run" / "scores.json").read_text())
+    assert re.search(r"\((\d+) cached, 0 run\)", ran), ran  # every answer from the store
+    # the run in steps and `benchc eval` give the same scores
+    steps = json.loads((tmp_path / "out" / "steps" / "run" / "scores.json").read_text())
+    at_once = json.loads((tmp_path / "out" / "at-once" / "run" / "scores.json").read_text())
     assert steps["metrics"] == at_once["metrics"] and steps["manifest_digest"] == at_once["manifest_digest"]
     assert (tmp_path / "out" / "finetune").is_dir()
