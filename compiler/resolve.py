@@ -443,13 +443,25 @@ def _check_stage_templates(loaded: LoadedSpec, problems: ProblemList) -> None:
 
 
 def _with_kind_rule(loaded: LoadedSpec, schema: type[MetricParams], params: dict[str, Any]) -> dict[str, Any]:
-    """A metric's params with the ``correct`` rule of ``[answer].kind`` where the metric takes
-    one and does not set it."""
+    """A metric's params with the ``correct`` rule of ``[answer].kind`` (or, on a choice-loglik
+    stage, the exact choice) where the metric takes one and does not set it."""
+    if "correct" not in schema.model_fields or "correct" in params:
+        return params
+    stage = params.get("stage") or loaded.spec.stage[-1].id
+    if any(s.id == stage and s.task == "choice-loglik" for s in loaded.spec.stage):
+        # a chosen choice is right only as the gold choice's text: "normalized" would let two
+        # choices that differ in case, punctuation or an article ("a mirror", "Mirror") both count
+        return {**params, "correct": dict(EXACT_CHOICE)}
     rule = params.get("answer")
     answer = loaded.spec.answers.get(rule) if isinstance(rule, str) else loaded.spec.answer
-    if answer is None or answer.kind is None or "correct" not in schema.model_fields or "correct" in params:
+    if answer is None or answer.kind is None:
         return params
     return {**params, "correct": KIND_CORRECT[answer.kind]}
+
+
+EXACT_CHOICE = {"rule": "lm_eval_exact", "ignore_case": False, "ignore_punctuation": False}
+"""The ``correct`` rule of a metric on a choice-loglik stage that sets none: the gold choice's
+text, exactly."""
 
 
 def _resolve_metrics(loaded: LoadedSpec, problems: ProblemList) -> list[ResolvedMetric]:

@@ -427,3 +427,17 @@ def test_choices_enter_the_request_key_and_not_other_stages_specs(tmp_path: Path
     keys.add(request_digest(**base, choices=Choices(("A", "B"), choose_by="loglik_per_char")))
     keys.add(request_digest(**base, choices=Choices(("A", "B"), delimiter="")))
     assert len(keys) == 5
+
+
+def test_without_a_correct_rule_a_choice_is_right_only_as_the_gold_text(model: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A metric on a choice-loglik stage that sets no `correct` compares the chosen choice with the
+    gold one exactly: "normalized" (the general default) would count "A mirror." right for "a
+    mirror" (case, punctuation, article)."""
+    stage = ARC_STAGES.replace('correct = "exact"\n', "")
+    out = _run(tmp_path, model, _spec(tmp_path, "arc_easy.yaml", stage), capsys)
+    scores = _scores(out)
+    assert all(any("lm-eval's exact_match (as written)" in n for n in m["notes"]) for m in scores), scores
+    printed = _printed("arc_easy_local")
+    assert [m["rows"][0]["accuracy"] for m in scores] == [pytest.approx(100 * printed["acc"]),
+                                                           pytest.approx(100 * printed["acc_norm"])]
