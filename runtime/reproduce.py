@@ -46,7 +46,7 @@ import json
 import re
 import shutil
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace as replaced
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -63,7 +63,7 @@ from benchc.compiler.spec.locate import index_lines, line_of
 
 from .artifacts import RunRecord
 from .report.plots import normalized, render
-from .report.tables import (RENDERERS, ColumnPart, LayoutError, Provenance, RunScores, Table, footer_lines,
+from .report.tables import (RENDERERS, ColumnPart, bars_of, LayoutError, Provenance, RunScores, Table, footer_lines,
                             layout_breakdown, layout_combined, layout_details, layout_rows, layout_series, read_csv,
                             sorted_by, to_csv, with_average)
 from .reproduce_make import MakeRun, RunRecipe, is_missing, make_order
@@ -108,6 +108,12 @@ class _Artifact(_Strict):
     metric: str
     occurrence: int = Field(0, ge=0, description="which metric of that name (a spec may score one twice)")
     by: list[str] | None = Field(None, description="re-score with the metric's rows split by these attributes")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="re-score with these parameters of the "
+                                                                       "metric replaced (e.g. MM-R3 Table 4's "
+                                                                       "subset = 'failures')")
+    row_labels: dict[str, str] = Field(default_factory=dict, description="run label -> the name its rows (or "
+                                                                        "series) take in this artifact; a note "
+                                                                        "names each run so renamed")
     columns: list[str] | None = None
     where: dict[str, Scalar] = Field(default_factory=dict, description="keep rows whose columns have these values")
     detail: str | None = Field(None, description="a details entry of the metric (details layout, radar)")
@@ -127,7 +133,9 @@ class PaperPart(_Strict):
     occurrence: int | None = Field(None, ge=0, description="default: the table's occurrence")
     columns: list[str] | None = Field(None, description="default: the table's columns, else the value columns")
     where: dict[str, Scalar] | None = Field(None, description="default: the table's where; must leave one row "
-                                                              "per run")
+                                                              "per run (per `rows_by` value)")
+    params: dict[str, Scalar] | None = Field(None, description="default: the table's params (metric parameters "
+                                                               "replaced when re-scoring)")
 
     @model_validator(mode="after")
     def _runs(self) -> PaperPart:
@@ -150,10 +158,18 @@ class PaperTable(_Artifact):
     cell_digits: int | None = Field(None, ge=0, le=8, description="with average_of = 'rounded': the decimals the "
                                                                   "averaged cells are printed at and rounded to "
                                                                   "before the mean (default `digits`)")
+    rows_by: list[str] = Field(default_factory=list, description="layout 'combined': a row per model and value of "
+                                                                 "these attributes (the metric must be split by "
+                                                                 "them), e.g. MM-R3 Table 7's temperature")
     sort: str | None = Field(None, description="order the rows by this column (GROUP/COLUMN, or the average's)")
     descending: bool = Field(True, description="with sort: highest first")
     notes: list[str] = Field(default_factory=list, description="said under the table (before the metrics' own "
                                                                "notes): where it departs from the paper, and why")
+    draw: list[Literal["png", "svg"]] = Field(default_factory=list, description="also draw the table as grouped "
+                                                                               "bars in these formats (a bar "
+                                                                               "per row, a group per column): a "
+                                                                               "figure the paper draws from "
+                                                                               "several metrics")
 
     @model_validator(mode="before")
     @classmethod
@@ -191,6 +207,8 @@ class PaperTable(_Artifact):
         if self.layout == "combined" and (self.runs or self.by or self.detail or self.labels):
             raise ValueError("layout 'combined' reads no `runs`, `by`, `detail` or `labels`: each part names its "
                              "runs (`runs` or `spec`) and takes one row per run (pick it with `where`)")
+        if self.rows_by and self.layout != "combined":
+            raise ValueError("rows_by splits the rows of a 'combined' table (other layouts take `by`)")
         return self
 
 
@@ -445,20 +463,24 @@ class RunContext:
     def label(self) -> str:
         return self.config.label or self.config.id
 
-    def scored(self, by: Sequence[str] | None, metric: str) -> RunScores:
-        """The run scored again (once per ``by``), as the layouts want it."""
+    def scored(self, by: Sequence[str] | None, metric: str, params: Mapping[str, Any] | None = None,
+               row_labels: Mapping[str, str] | None = None) -> RunScores:
+        """The run scored again (once per ``by`` and ``params``), as the layouts want it, under
+        the name ``row_labels`` gives its label (the provenance keeps the run's own)."""
         from .report.scoring import metric_splits, rescore
 
-        key = (tuple(by), metric) if by is not None else None
+        params = dict(params or {})
+        key = ((tuple(by) if by is not None else None), metric, json.dumps(params, sort_keys=True)) \
+            if by is not None or params else None
         if key not in self.scores:
-            self.scores[key] = rescore(self.run_dir, self.manifest_dir, by=by, metric=metric if by else None,
-                                       media=self.media)
+            self.scores[key] = rescore(self.run_dir, self.manifest_dir, by=by, params=params,
+                                       metric=metric if by is not None or params else None, media=self.media)
         scores = self.scores[key]
         splits = metric_splits(self.manifest.spec)
         if by is not None:
             splits = [list(by) if m["name"] == metric else s for m, s in zip(scores["metrics"], splits)]
         provenance = Provenance.of(scores, self.record, self.label)
-        return RunScores(self.label, scores, splits, provenance)
+        return RunScores((row_labels or {}).get(self.label, self.label), scores, splits, provenance)
 
 
 @dataclass(frozen=True)
@@ -526,9 +548,9 @@ def _table_of(artifact: PaperTable, runs: list[RunContext]) -> Table:
     title = artifact.title or artifact.name
     if artifact.layout == "combined":
         parts = [_column_part(artifact, index, part, runs) for index, part in enumerate(artifact.part)]
-        table = layout_combined(parts, artifact.name, title, artifact.digits)
+        table = layout_combined(parts, artifact.name, title, artifact.digits, rows_by=artifact.rows_by)
     else:
-        scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
+        scored = _scored(artifact, _artifact_runs(artifact, runs))
         common = {"name": artifact.name, "title": title, "metric_name": artifact.metric,
                   "occurrence": artifact.occurrence, "digits": artifact.digits}
         if artifact.layout == "rows":
@@ -543,9 +565,28 @@ def _table_of(artifact: PaperTable, runs: list[RunContext]) -> Table:
     table = table.rounded()  # sorted, written and hashed as printed: noise cannot reorder rows
     if artifact.sort is not None:
         table = sorted_by(table, artifact.sort, artifact.descending)
-    if artifact.notes:
-        table = replaced(table, notes=[*artifact.notes, *table.notes])
+    notes = [*artifact.notes, *_renamed_notes(artifact, runs), *_params_notes(artifact)]
+    if notes:
+        table = replaced(table, notes=[*notes, *table.notes])
     return table
+
+
+def _scored(artifact: _Artifact, runs: list[RunContext]) -> list[RunScores]:
+    return [r.scored(artifact.by, artifact.metric, artifact.params, artifact.row_labels) for r in runs]
+
+
+def _params_notes(artifact: PaperTable) -> list[str]:
+    """Metric parameters the artifact re-scores with, said under it: the spec scores otherwise."""
+    sets = [artifact.params, *(p.params for p in artifact.part if p.params is not None)]
+    shown = list(dict.fromkeys(", ".join(f"{k} = {v!r}" for k, v in sorted(s.items())) for s in sets if s))
+    return [f"Re-scored with {s} (the spec's metric as it is otherwise)." for s in shown]
+
+
+def _renamed_notes(artifact: _Artifact, runs: list[RunContext]) -> list[str]:
+    """What each renamed row is: rows named for a paper's models but made by stand-in runs must
+    say so under the table."""
+    labels = {r.label for r in runs}
+    return [f"{new!r}: the rows of run {old!r}." for old, new in artifact.row_labels.items() if old in labels]
 
 
 def _column_part(table: PaperTable, index: int, part: PaperPart, runs: list[RunContext]) -> ColumnPart:
@@ -553,7 +594,8 @@ def _column_part(table: PaperTable, index: int, part: PaperPart, runs: list[RunC
     chosen = ([r for i in part.runs for r in runs if r.config.id == i] if part.runs is not None
               else [r for r in runs if r.config.spec == part.spec])
     metric = part.metric or table.metric
-    return ColumnPart(part.label, [r.scored(None, metric) for r in chosen], metric,
+    params = part.params if part.params is not None else table.params
+    return ColumnPart(part.label, [r.scored(None, metric, params, table.row_labels) for r in chosen], metric,
                       table.occurrence if part.occurrence is None else part.occurrence,
                       part.columns if part.columns is not None else table.columns,
                       dict(part.where if part.where is not None else table.where), key=f"part[{index}]")
@@ -583,9 +625,12 @@ def regenerate(loaded: PaperFile, runs: list[RunContext]) -> dict[str, tuple[str
                     table = _table_of(artifact, runs)
                     for fmt in artifact.formats:
                         out[f"{artifact.name}.{fmt}"] = (key, artifact.name, RENDERERS[fmt](table).encode("utf-8"))
+                    for fmt in artifact.draw:
+                        out[f"{artifact.name}.{fmt}"] = (key, artifact.name, render("bar", bars_of(table), fmt))
                 else:
-                    scored = [r.scored(artifact.by, artifact.metric) for r in _artifact_runs(artifact, runs)]
+                    scored = _scored(artifact, _artifact_runs(artifact, runs))
                     data = _figure_data(artifact, scored)
+                    data.footer = [*_renamed_notes(artifact, runs), *data.footer]  # drawn, and in the CSV
                     out[f"{artifact.name}.csv"] = (key, artifact.name, to_csv(data).encode("utf-8"))
                     for fmt in artifact.formats:
                         out[f"{artifact.name}.{fmt}"] = (key, artifact.name, render(artifact.kind, data, fmt,

@@ -120,9 +120,10 @@ def test_relation_accuracy_affirmative_negated_original_edited() -> None:
     params = MerlimRelationsParams(original=["asked_orig", "negated_orig"], negated=["negated", "negated_orig"])
     affirmative, negated = rows("merlim.relations", params, items)
     assert affirmative == {"question": "affirmative", "n_org": 2, "n_ed": 2, "Acc_org": 100.0, "Acc_ed": 50.0,
-                           "dAcc": 50.0, "unparsed": 0}
+                           "dAcc": 50.0, "unparsed": 0, "Acc_org_yn": 100.0, "Acc_ed_yn": 50.0}
+    # "I think so" is unparsed: wrong in Acc_ed, left out of Acc_ed_yn (MERLIM Table 3's *)
     assert negated == {"question": "negated", "n_org": 2, "n_ed": 2, "Acc_org": 50.0, "Acc_ed": 50.0,
-                       "dAcc": 0.0, "unparsed": 1}
+                       "dAcc": 0.0, "unparsed": 1, "Acc_org_yn": 50.0, "Acc_ed_yn": 100.0}
 
 
 def test_relation_roles_from_attributes_and_yes_no_anywhere() -> None:

@@ -23,6 +23,7 @@ import polars as pl
 import pytest
 
 from benchc.runtime.embed import load_embedder
+from benchc.runtime.metrics.errors import normalize_text
 from support.papers import reproduce_fresh, table
 
 COLUMNS = {("hard", "heavy"): "Hard Heavy/score", ("hard", "light"): "Hard Light/score",
@@ -52,7 +53,7 @@ def _hand_counts(manifest: Path) -> dict[tuple[str, str], float]:
 
 def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "mmcbench", monkeypatch, capsys, runs=3, files=8)
+    output = reproduce_fresh(tmp_path, "mmcbench", monkeypatch, capsys, runs=6, files=11)
 
     rows = table(output / "table4.csv")
     assert list(next(iter(rows.values()))) == ["model", *COLUMNS.values(), "Average"]
@@ -87,3 +88,37 @@ def test_mmcbench_table4_reproduces_and_matches_the_hand_counts(
             kept = float(per[corruption][label]) == pytest.approx(100, abs=0.01)
             wanted = 1.0 if kept else cosines[(selection, severity)]
             assert float(row[f"char-robust {label}"]) == pytest.approx(wanted, abs=0.0006), (corruption, label)
+
+
+    _check_speech_to_text(output, tmp_path / "runs" / "s2t-noise-robust" / "run.manifest")
+
+
+SPEECH_KEPT = {"heavy": 8, "light": 12}  # corruptions noise-robust transcribes right (make_speech_answers.py)
+
+
+def _check_speech_to_text(output: Path, manifest: Path) -> None:
+    """Table 3: oracle and silent give identical transcripts everywhere (exactly 1600); noise-robust
+    keeps the sentence under k of the 16 corruptions and says "" under the rest: a cell is
+    100 x (k + (16 - k) x m), m the cosine of the selection's Whisper-normalised sentence with ""."""
+    import csv
+
+    data = Path(__file__).resolve().parents[1] / "specs" / "mmcbench" / "data"
+    items = pl.read_parquet(manifest / "items.parquet")
+    records = {json.loads(a)["selection"]: r for r, a in zip(items["record_id"], items["attrs"], strict=True)}
+    embedder = load_embedder("minilm")
+    empty = embedder.encode([""])[0]
+    rows = table(output / "table3.csv")
+    assert list(rows) == ["oracle", "silent", "noise-robust"]  # sorted by the average (ties kept in order)
+    printed = {}
+    for selection, record in records.items():
+        name = {"hard": "text2speech_heavy_corrupted_hard_1k_first50.csv",
+                "random": "text2speech_heavy_corrupted_random_1k.csv"}[selection]
+        with (data / name).open(newline="") as handle:
+            sentence = next(r["transcription"] for r in csv.DictReader(handle) if r["path"] == record.split("/", 1)[1])
+        m = float(embedder.encode([normalize_text("whisper", sentence).strip()])[0] @ empty)
+        for severity, kept in SPEECH_KEPT.items():
+            column = f"{selection.title()} {severity.title()}/score"
+            assert rows["oracle"][column] == rows["silent"][column] == "1600.0", column
+            printed[column] = float(round(100 * (kept + (16 - kept) * m)))
+            assert float(rows["noise-robust"][column]) == printed[column], column
+    assert float(rows["noise-robust"]["Average"]) == pytest.approx(sum(printed.values()) / 4, abs=1e-9)

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from benchc.runtime.embed import load_embedder
+from benchc.runtime.report.tables import read_csv
 from support.papers import numbers, reproduce_fresh, table
 
 TASKS = ("Question Rephrasing", "Image Restyling", "Context Reasoning")
@@ -56,7 +57,7 @@ def _constant_s_gt(embedder: Any, task: str) -> float:
 
 def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=12, files=15)
+    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=18, files=39)
     embedder = load_embedder("minilm")
 
     for name in ("table2", "table2_sampling"):
@@ -120,3 +121,54 @@ def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
             assert constant[f"{value}/S_GT"] == pytest.approx(s_gt, abs=0.005 + 1e-9), (name, value)
             assert constant[f"{value}/O_all"] == pytest.approx(statistics.harmonic_mean([s_gt / 2, 100.0]),
                                                                abs=0.005 + 1e-9), (name, value)
+
+    _check_model_tables(output, tmp_path)
+
+
+METRICS = ("Acc", "S_GT", "Con", "S_C", "O_all")
+
+
+def _check_model_tables(output: Path, runs: Path) -> None:
+    """Tables 3, 4, 5, 7 and 12 and Figure 7, counted from Table 2's cells (checked by hand
+    above): each lays out the same stand-in runs another way."""
+    table2 = {label: numbers(row) for label, row in table(output / "table2.csv").items()}
+    sampling = {label: numbers(row) for label, row in table(output / "table2_sampling.csv").items()}
+    # Tables 3, 5 and 12: Table 2's rows, renamed for the paper's models, with a note per rename
+    for name, renamed in (("table3", {"constant": "base", "oracle": "+ adapter"}),
+                          ("table5", {"constant": "small", "oracle": "large"}),
+                          ("table12", {"constant": "Adapt (Sep)", "oracle": "Adapt (joint)"})):
+        rows = {label: numbers(row) for label, row in table(output / f"{name}.csv").items()}
+        assert rows == {renamed[label]: cells for label, cells in table2.items()}, name
+        md = (output / f"{name}.md").read_text()
+        for run, label in renamed.items():
+            assert f"'{label}': the rows of run '{run}'." in md, name
+    # Table 4: failures only. The oracle has none (every cell n/a); every answer of "zebra" is a
+    # failure, so its cells are Table 2's
+    rows = {label: numbers(row) for label, row in table(output / "table4.csv").items()}
+    assert set(rows["oracle"].values()) == {None}
+    assert rows["constant"] == table2["constant"]
+    assert "Re-scored with subset = 'failures'" in (output / "table4.md").read_text()
+    # Table 7: a row per model and temperature; the stand-ins answer alike at every temperature,
+    # so each row is the model's Sampling row of Table 2 (the same items, four samples each)
+    header, cells = read_csv((output / "table7.csv").read_text())
+    assert header[:2] == ["model", "temperature"]
+    assert [(r[0], r[1]) for r in cells] == [(m, t) for m in ("oracle", "constant") for t in ("0.2", "0.7", "1.0")]
+    for row in cells:
+        values = {c: float(v) if v != "" else None for c, v in zip(header[2:], row[2:], strict=True)}
+        assert values == sampling[row[0]], row[:2]
+    for task in ("question_rephrasing", "image_restyling", "context_reasoning"):
+        items = pl.read_parquet(runs / "runs" / f"oracle-{task}_temperature.manifest" / "items.parquet")
+        temperatures = Counter(json.loads(a)["temperature"] for a in items["attrs"])
+        assert temperatures == {0.2: len(items) // 3, 0.7: len(items) // 3, 1.0: len(items) // 3}, task
+    # Figure 7: per task, the bars of Acc, Con and O_all per temperature are Table 7's cells
+    table7 = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in cells}
+    for short, task in (("question_rephrasing", "Question Rephrasing"), ("image_restyling", "Image Restyling"),
+                        ("context_reasoning", "Context Reasoning")):
+        fig_header, fig_rows = read_csv((output / f"fig7_{short}.csv").read_text())
+        series = [f"{model} {column}" for model in ("oracle", "constant") for column in ("Acc", "Con", "O_all")]
+        assert fig_header == ["temperature", *series]
+        for row in fig_rows:
+            for column, cell in zip(fig_header[1:], row[1:], strict=True):
+                model, metric = column.split()
+                assert cell == table7[(model, row[0])][f"{task}/{metric}"], (short, row[0], column)
+        assert (output / f"fig7_{short}.png").read_bytes()[:4] == b"\x89PNG"

@@ -192,10 +192,15 @@ class FakeRun:
 
     config: PaperRun
 
-    def scored(self, by: list[str] | None, metric: str) -> RunScores:
+    @property
+    def label(self) -> str:
+        return self.config.label or self.config.id
+
+    def scored(self, by: list[str] | None, metric: str, params: dict[str, Any] | None = None,
+               row_labels: dict[str, str] | None = None) -> RunScores:
         task = self.config.id.split("-", 1)[1]
-        return scored(self.config.label or self.config.id, mmr3_scores(TASKS[task], *RESULTS[(self.config.label,
-                                                                                               task)]))
+        return scored((row_labels or {}).get(self.label, self.label),
+                      mmr3_scores(TASKS[task], *RESULTS[(self.config.label, task)]))
 
 
 def _paper(tmp_path: Path, text: str) -> Path:

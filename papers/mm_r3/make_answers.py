@@ -11,7 +11,8 @@ hand (tests/test_paper_mmr3.py does).
   harmonic mean of S_GT / 2 and 100.
 
 The Sampling specs ask each item four times (``generation.n = 4``): each item gets four rows,
-``sample`` 0-3, with the same answer.
+``sample`` 0-3, with the same answer. So do the temperature specs (Table 7), whose items are the
+Sampling ones once per temperature: a stand-in answers alike at every temperature.
 
 Usage (after a spec's items change; then `benchc reproduce papers/mm_r3.toml --record`):
     .venv/bin/python papers/mm_r3/make_answers.py
@@ -25,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("question_rephrasing", "image_restyling", "context_reasoning",
-         "question_rephrasing_sampling", "image_restyling_sampling", "context_reasoning_sampling")
+         "question_rephrasing_sampling", "image_restyling_sampling", "context_reasoning_sampling",
+         "question_rephrasing_temperature", "image_restyling_temperature", "context_reasoning_temperature")
 MODELS = ("oracle", "constant")
 CONSTANT = "zebra"
 
@@ -48,7 +50,7 @@ def main() -> None:
             manifest = Path(work) / task
             compiled = api.compile(ROOT / "specs" / "mm_r3" / f"{task}.toml", manifest,
                                    cache_dir=Path(work) / "cache", store_dir=Path(work) / "store", progress=False)
-            samples = 4 if task.endswith("_sampling") else 1
+            samples = 4 if task.endswith(("_sampling", "_temperature")) else 1
             items = pl.read_parquet(compiled.manifest_dir / "items.parquet").sort("item_id")
             for model in MODELS:
                 rows = []

@@ -39,7 +39,9 @@ and of its negation (Acc^neg), on the original (Acc_org) and edited (Acc_ed) ima
 ΔAcc = |Acc_org - Acc_ed|. The expected answer is the record's ``answers`` entry for the
 item's image and polarity (original, original_neg, edited, edited_neg). Yes/no is read from
 the answer's first word (``answer_parse = "first_word"``) or its first yes/no word
-(``"anywhere"``); an answer with neither is wrong (and counted as unparsed).
+(``"anywhere"``); an answer with neither is wrong (and counted as unparsed). Table 3's starred
+accuracy (the LLM-only ablation, where models may answer "I do not know") is ``Acc_org_yn`` /
+``Acc_ed_yn``: the accuracy over the answers read as yes or no only.
 
 ``merlim.counting`` (section 3.3, Figures 6, 7): the mean absolute error of the counts and its
 standard deviation (population), on original and edited images, and the accuracy of the yes/no
@@ -353,12 +355,13 @@ class MerlimRecognition(Metric):
 @metric("merlim.relations", MerlimRelationsParams)
 class MerlimRelations(Metric):
     uses_embedder = False
-    percent_columns = frozenset({"Acc_org", "Acc_ed", "dAcc"})
+    percent_columns = frozenset({"Acc_org", "Acc_ed", "dAcc", "Acc_org_yn", "Acc_ed_yn"})
 
     def score(self, params: MerlimRelationsParams, data: MetricInput) -> MetricResult:
         rows = []
         for key, part in split_by(data.items, params.by).items():
             outcomes: dict[tuple[str, str], list[bool]] = {}
+            answered: dict[tuple[str, str], list[bool]] = {}  # the yes/no answers only (Table 3's *)
             unparsed = {"affirmative": 0, "negated": 0}
             for item in part:
                 image = image_of(item, params.image_attr, params.original)
@@ -376,20 +379,29 @@ class MerlimRelations(Metric):
                 for response in item.responses:
                     said = yes_no(response, params.answer_parse)
                     unparsed[polarity] += said is None
-                    outcomes.setdefault((polarity, image), []).append(said == str(expected).strip().lower())
+                    right = said == str(expected).strip().lower()
+                    outcomes.setdefault((polarity, image), []).append(right)
+                    if said is not None:
+                        answered.setdefault((polarity, image), []).append(right)
             for polarity in ("affirmative", "negated"):
                 org, ed = outcomes.get((polarity, "original")), outcomes.get((polarity, "edited"))
                 if org is None and ed is None:
                     continue
                 acc_org = 100 * float(np.mean(org)) if org else None
                 acc_ed = 100 * float(np.mean(ed)) if ed else None
+                yn_org, yn_ed = answered.get((polarity, "original")), answered.get((polarity, "edited"))
                 rows.append({**dict(zip(params.by, key)), "question": polarity,
                              "n_org": len(org or []), "n_ed": len(ed or []), "Acc_org": acc_org, "Acc_ed": acc_ed,
                              "dAcc": abs(acc_org - acc_ed) if acc_org is not None and acc_ed is not None else None,
-                             "unparsed": unparsed[polarity]})
+                             "unparsed": unparsed[polarity],
+                             "Acc_org_yn": 100 * float(np.mean(yn_org)) if yn_org else None,
+                             "Acc_ed_yn": 100 * float(np.mean(yn_ed)) if yn_ed else None})
         where = "the first word" if params.answer_parse == "first_word" else "the first yes/no word"
-        notes = [f"Yes/no read from {where} of each answer; an answer with neither counts as wrong (unparsed)."]
-        columns = [*params.by, "question", "n_org", "n_ed", "Acc_org", "Acc_ed", "dAcc", "unparsed"]
+        notes = [f"Yes/no read from {where} of each answer; an answer with neither counts as wrong (unparsed).",
+                 "Acc_org_yn, Acc_ed_yn: accuracy over the answers read as yes or no only (MERLIM Table 3's *: "
+                 "'I do not know' and other unparsed answers left out; n/a when none was)."]
+        columns = [*params.by, "question", "n_org", "n_ed", "Acc_org", "Acc_ed", "dAcc", "unparsed", "Acc_org_yn",
+                   "Acc_ed_yn"]
         return MetricResult(self.name, columns, rows, notes=notes)
 
 

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,18 +57,21 @@ def _score(run_dir: Path, manifest: Manifest, media: Media) -> dict[str, Any]:
 
 
 def rescore(run_dir: Path, manifest_dir: Path | None = None, *, by: Sequence[str] | None = None,
-            metric: str | None = None, media: Media = (None, None)) -> dict[str, Any]:
-    """The run's scores, recomputed. ``by`` replaces the split attributes of the metrics named
-    ``metric`` (of every metric when None); ``media`` is the run's (cache, store)."""
+            metric: str | None = None, media: Media = (None, None),
+            params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The run's scores, recomputed. ``by`` replaces the split attributes, and ``params`` other
+    parameters, of the metrics named ``metric`` (of every metric when None); ``media`` is the
+    run's (cache, store). The metrics check the parameters as they do a spec's."""
     _, manifest, _ = run_manifest(run_dir, manifest_dir)
     with tempfile.TemporaryDirectory(prefix="benchc-rescore-") as scratch:
         root = Path(scratch)
         run_copy = _copy_run(Path(run_dir), root / "run")
-        if by is None:
+        if by is None and not params:
             return _score(run_copy, manifest, media)
+        changes = {**(params or {}), **({"by": list(by)} if by is not None else {})}
 
         def edit(entry: dict[str, Any]) -> dict[str, Any]:
-            return {**entry, "by": list(by)} if metric is None or entry.get("name") == metric else entry
+            return {**entry, **changes} if metric is None or entry.get("name") == metric else entry
 
         return _score(run_copy, _derived(manifest, edit), media)
 

@@ -595,12 +595,13 @@ class ColumnPart:
 
 
 def layout_combined(parts: Sequence[ColumnPart], name: str, title: str, digits: int = 2,
-                    stub: str = "model") -> Table:
+                    stub: str = "model", rows_by: Sequence[str] = ()) -> Table:
     """A row per run label (models, in the order they first appear), a column group per part.
-    Each run gives one row of its metric (``where`` picks it when the metric has several); a
-    label no run of a part has is n/a there, and a note says so."""
-    labels: list[str] = []
-    cells: dict[tuple[str, int, str], Any] = {}
+    Each run gives one row of its metric (``where`` picks it when the metric has several), or,
+    with ``rows_by``, one row per value of those attributes (MM-R3 Table 7: a row per model and
+    temperature); a label no run of a part has is n/a there, and a note says so."""
+    keys: list[tuple[Any, ...]] = []
+    cells: dict[tuple[tuple[Any, ...], int, str], Any] = {}
     wanted: list[list[str]] = []
     found, provenance = [], []
     for index, part in enumerate(parts):
@@ -616,20 +617,57 @@ def layout_combined(parts: Sequence[ColumnPart], name: str, title: str, digits: 
             provenance.append(run.provenance)
             cols = cols if cols is not None else value_columns(metric, split)
             _check_columns(metric, cols, run)
-            row = _one_row(run, metric, split, part)
-            if run.label not in labels:
-                labels.append(run.label)
-            cells.update({(run.label, index, c): row.get(c) for c in cols})
+            for values, row in _part_rows(run, metric, split, part, rows_by):
+                key = (run.label, *values)
+                if key not in keys:
+                    keys.append(key)
+                cells.update({(key, index, c): row.get(c) for c in cols})
         wanted.append(cols or [])
-    columns = [stub] + [c for cols in wanted for c in cols]
-    rows = [[label] + [cells.get((label, i, c)) for i, cols in enumerate(wanted) for c in cols] for label in labels]
+    columns = [stub, *rows_by] + [c for cols in wanted for c in cols]
+    rows = [[*key] + [cells.get((key, i, c)) for i, cols in enumerate(wanted) for c in cols] for key in keys]
     notes = []
+    labels = list(dict.fromkeys(key[0] for key in keys))
     for part in parts:
         missing = [label for label in labels if label not in {r.label for r in part.runs}]
         if missing:
             notes.append(f"n/a in {part.label}: no run of {', '.join(missing)}.")
-    return Table(name, title, columns, rows, groups=[(p.label, len(c)) for p, c in zip(parts, wanted)], stub=1,
-                 digits=digits, notes=notes + _run_warnings(found, True), footer=footer_lines(provenance))
+    return Table(name, title, columns, rows, groups=[(p.label, len(c)) for p, c in zip(parts, wanted)],
+                 stub=1 + len(rows_by), digits=digits, notes=notes + _run_warnings(found, True),
+                 footer=footer_lines(provenance))
+
+
+def bars_of(table: Table) -> Table:
+    """A table as a bar figure's data: a category per value column (``group/column``), a series
+    per row (its stub cells joined), so a combined table draws as grouped bars per model."""
+    flat = table.flat_columns()
+    series = [" ".join(str(c) for c in row[: table.stub]) for row in table.rows]
+    rows = [[flat[i], *(row[i] if i < len(row) else None for row in table.rows)] for i in range(table.stub, len(flat))]
+    return Table(table.name, table.title, ["column", *series], rows, digits=table.digits, footer=table.footer)
+
+
+def _part_rows(run: RunScores, metric: dict[str, Any], split: Sequence[str], part: ColumnPart,
+               rows_by: Sequence[str]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """(the ``rows_by`` values, row) of each row a run gives a combined table's part."""
+    if not rows_by:
+        return [((), _one_row(run, metric, split, part))]
+    absent = [a for a in rows_by if a not in split]
+    if absent:
+        raise LayoutError(f"part {part.label!r}: run {run.label!r}'s {part.metric!r} is not split by "
+                          f"{', '.join(absent)} (its by: {', '.join(split) or 'none'}); rows_by needs the "
+                          "spec's metric split by them", key="rows_by")
+    out: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    for row in metric.get("rows", []):
+        if not _matches(row, part.where):
+            continue
+        values = tuple(row.get(a) for a in rows_by)
+        if any(v == values for v, _ in out):
+            raise LayoutError(f"part {part.label!r}: run {run.label!r} has several rows of {part.metric!r} with "
+                              f"{dict(zip(rows_by, values))}; pick one with `where`", key=f"{part.key}.where")
+        out.append((values, row))
+    if not out:
+        raise LayoutError(f"part {part.label!r}: run {run.label!r} has no row of {part.metric!r} with "
+                          f"{part.where}", key=f"{part.key}.where")
+    return out
 
 
 def _one_row(run: RunScores, metric: dict[str, Any], split: Sequence[str], part: ColumnPart) -> dict[str, Any]:
