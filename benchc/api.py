@@ -23,6 +23,7 @@ from .compiler.resolve import Resolved, resolve
 from .compiler.spec.parse import load_spec
 
 if TYPE_CHECKING:
+    from .calibrate import Calibration
     from .compiler.diff import Diff
     from .preview import PreviewResult
     from .runtime.diff_runs import RunsDiff
@@ -473,6 +474,31 @@ def preview(spec_or_manifest: Path | str, item: str, out_dir: Path | str | None 
         result = compile(path, Path(scratch) / "manifest", cache_dir=cache_dir, data_roots=roots,
                          overrides=overrides, store_dir=store_dir)
         return write_preview(result.manifest_dir, item, out, Path(cache_dir), [path.resolve().parent, *roots])
+
+
+def calibrate(spec_or_manifest: Path | str, *, sample: int | None = None, seed: int = 0,
+              cache_dir: Path | str = DEFAULT_CACHE, data_roots: list[Path] | None = None,
+              overrides: list[str] | None = None, store_dir: Path | str = DEFAULT_STORE) -> Calibration:
+    """SSIM, PSNR, colour and edge change of each image variant against its original, summarised
+    per node, op and swept setting, over a seeded sample of ``sample`` groups (all when None) of a
+    spec (compiled, memoised, into a scratch folder) or a compiled manifest folder. Measurements
+    only: nothing here enters a digest (benchc/calibrate.py)."""
+    import tempfile
+
+    from .calibrate import calibrate_manifest, check_makes_images
+
+    path, roots = Path(spec_or_manifest), [Path(r) for r in data_roots or []]
+    if path.is_dir():
+        if overrides:
+            raise BenchcError(Problem("--set applies to a spec, not to a compiled manifest",
+                                      hint="calibrate the spec itself to override its keys"))
+        return calibrate_manifest(path, Path(cache_dir), [path, *roots], sample=sample, seed=seed)
+    check_makes_images(path, overrides)
+    with tempfile.TemporaryDirectory(prefix="benchc-calibrate-") as scratch:
+        result = compile(path, Path(scratch) / "manifest", cache_dir=cache_dir, data_roots=roots,
+                         overrides=overrides, store_dir=store_dir)
+        return calibrate_manifest(result.manifest_dir, Path(cache_dir), [path.resolve().parent, *roots],
+                                  sample=sample, seed=seed)
 
 
 def diff(a: str | Path, b: str | Path, *, overrides: list[str] | None = None,

@@ -566,9 +566,9 @@ INTERRUPTED = "interrupted: finished work is saved; rerun the same command to re
 
 def _register_command_modules() -> None:
     """Command families that live in their own modules (each has ``register(app)``)."""
-    from . import cli_diff, cli_reports, cli_training
+    from . import cli_diff, cli_measures, cli_reports, cli_serve, cli_training
 
-    for module in (cli_diff, cli_reports, cli_training):
+    for module in (cli_diff, cli_reports, cli_training, cli_measures, cli_serve):
         module.register(app)
 
 

@@ -1,16 +1,20 @@
 """``benchc preview``: look at one item's variants before running a model on them.
 
 Image items become a contact sheet (``contact_sheet.png``): the record's original image, then
-every variant, each captioned with its item id suffix, the attributes that vary across its group
-and the first line of its prompt. Audio items become one WAV per variant (the stored bytes, so
+every variant, each captioned with its item id suffix, the attributes that vary across its group,
+its strength against the original (SSIM, PSNR, colour and edge change: runtime/measures.py,
+measurements that never enter a digest) and the first line of its prompt; ``index.md`` lists the
+same measures to 4 decimals. Audio items become one WAV per variant (the stored bytes, so
 what you hear is what the model gets). Text items are listed in ``index.md``, which every
 preview writes. The folder is filled beside the target and renamed into place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
+import math
 import re
 import shutil
 from dataclasses import dataclass
@@ -24,12 +28,13 @@ from .compiler.cas import ContentStore, CorruptObjectError
 from .compiler.errors import BenchcError, Problem
 from .compiler.manifest import Manifest, read_manifest
 from .compiler.media import load_image
+from .runtime.measures import Measures, format_psnr, measure
 
 THUMB = 256
 """Largest side of a thumbnail on the contact sheet, in pixels."""
 PAD = 8
 LINE = 12
-CAPTION_LINES = 4
+CAPTION_LINES = 5
 COLUMNS = 4
 SHEET_FILE, INDEX_FILE = "contact_sheet.png", "index.md"
 CELL_W, CELL_H = THUMB + 2 * PAD, THUMB + 2 * PAD + CAPTION_LINES * LINE
@@ -45,6 +50,7 @@ class Entry:
     prompt: str
     text: str | None
     media: dict[str, str] | None     # {name, kind, sha256} of what is shown
+    measures: Measures | None = None  # an image variant against the record's original
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,16 @@ def original_entry(manifest: Manifest, row: dict[str, Any], kind: str, store: Co
                    roots: list[Path]) -> Entry | None:
     """The record's own image or audio (what the item's first node read), found by reloading the
     source; None when the source cannot be loaded from here or the record has no such media."""
-    record = _source_record(manifest.spec.get("source", {}), row, store, roots)
+    media = original_media(manifest, row, kind, source_records(manifest, store, roots))
+    return None if media is None else Entry("original", None, {}, "", None, media)
+
+
+def original_media(manifest: Manifest, row: dict[str, Any], kind: str,
+                   records: dict[tuple[str, str], Any]) -> dict[str, str] | None:
+    """``{name, kind, sha256}`` of the record's own image or audio among ``records`` (those of
+    :func:`source_records`): the media its first node read, else the record's media named
+    ``kind``; None when there is none."""
+    record = records.get((row["record_id"], row["record_digest"]))
     if record is None:
         return None
     first = row["lineage"][0]["node"] if row["lineage"] else None
@@ -136,21 +151,23 @@ def original_entry(manifest: Manifest, row: dict[str, Any], kind: str, store: Co
         name, ref = kind, record.media.get(kind)
     if ref is None or ref.kind != kind:
         return None
-    return Entry("original", None, {}, "", None, {"name": name, **ref.as_json()})
+    return {"name": name, **ref.as_json()}
 
 
-def _source_record(source: dict[str, Any], row: dict[str, Any], store: ContentStore,
-                   roots: list[Path]) -> Any:
+def source_records(manifest: Manifest, store: ContentStore, roots: list[Path]) -> dict[tuple[str, str], Any]:
+    """The manifest's source reloaded (its media stored in ``store``), by (record id, record
+    digest); empty when it cannot be loaded from here (e.g. data relative to an unknown folder)."""
     from .compiler.sources import SOURCES, SourceContext
 
+    source = manifest.spec.get("source", {})
     params = {k: v for k, v in source.items() if k not in ("loader", "pin", "on_error")}
     try:
         loader = SOURCES.get(source["loader"])
         ctx = SourceContext(roots=[r.resolve() for r in roots], store=store, on_error="skip")
         records = loader.load(loader.Params.model_validate(params), ctx).records
     except (BenchcError, LookupError, ValueError, OSError):  # e.g. data relative to an unknown spec folder
-        return None
-    return next((r for r in records if r.id == row["record_id"] and r.digest == row["record_digest"]), None)
+        return {}
+    return {(r.id, r.digest): r for r in records}
 
 
 def media_bytes(store: ContentStore, sha256: str) -> bytes:
@@ -218,12 +235,33 @@ def _fit(text: str, draw: ImageDraw.ImageDraw, font: Any) -> list[str]:
 
 
 def caption(entry: Entry, draw: ImageDraw.ImageDraw, font: Any) -> list[str]:
-    """Label, varying attributes (up to two lines) and the prompt's first line."""
+    """Label, varying attributes (up to two lines), the measures against the original (one line)
+    and the prompt's first line."""
     attrs = _fit(" ".join(f"{k}={v}" for k, v in entry.attrs.items()), draw, font)
     prompt = _fit(entry.prompt.strip().splitlines()[0] if entry.prompt.strip() else "", draw, font)
     attrs = attrs[:2] if len(attrs) <= 2 else [attrs[0], attrs[1][:-3] + "..."]
-    lines = [*_fit(entry.label, draw, font)[:1], *attrs, *prompt[:1]]
+    strength = _fit(short_measures(entry.measures), draw, font)[:1] if entry.measures else []
+    lines = [*_fit(entry.label, draw, font)[:1], *attrs, *strength, *prompt[:1]]
     return lines[:CAPTION_LINES]
+
+
+def short_measures(m: Measures) -> str:
+    """The measures as a tile caption shows them: ``SSIM 0.812 PSNR 24.5 dE 3.21 edge 0.012``."""
+    psnr = "inf" if math.isinf(m.psnr) else f"{m.psnr:.1f}"
+    return f"SSIM {m.ssim:.3f} PSNR {psnr} dE {m.colour:.2f} edge {m.edge:.3f}"
+
+
+def with_measures(entries: list[Entry], store: ContentStore) -> list[Entry]:
+    """The image entries after the original (the first entry), each with its measures against it."""
+    original, variants = entries[0], entries[1:]
+    assert original.media is not None
+    with media_image(store, original.media["sha256"]) as reference:
+        measured = [original]
+        for entry in variants:
+            assert entry.media is not None
+            with media_image(store, entry.media["sha256"]) as image:
+                measured.append(dataclasses.replace(entry, measures=measure(reference, image)))
+    return measured
 
 
 def write_sheet(entries: list[Entry], store: ContentStore, path: Path) -> None:
@@ -274,15 +312,28 @@ def index_text(item: str, group: str, manifest: Manifest, kind: str, entries: li
         lines += [f"Tiles of `{SHEET_FILE}` in reading order, numbered as below.", ""]
     if note:
         lines += [note, ""]
-    header = ["#", "item", "attrs", *(["text"] if kind == "text" else []), "prompt",
-              *(["file"] if files else [])]
+    measured = any(e.measures is not None for e in entries)
+    if measured:
+        lines += ["SSIM, PSNR (dB), colour (mean CIE76 delta E) and edge change (Sobel magnitudes of the luma) "
+                  "of each variant against the original (runtime/measures.py); measurements only, never in a "
+                  "digest.", ""]
+    header = ["#", "item", "attrs", *(["text"] if kind == "text" else []),
+              *(["SSIM", "PSNR", "colour", "edge"] if measured else []), "prompt", *(["file"] if files else [])]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for number, entry in enumerate(entries):
         cells = [str(number), entry.item_id or "original", _cell(entry.attrs) if entry.attrs else " ",
-                 *([_cell(entry.text or "")] if kind == "text" else []), _cell(entry.prompt),
+                 *([_cell(entry.text or "")] if kind == "text" else []),
+                 *(_measure_cells(entry.measures) if measured else []), _cell(entry.prompt),
                  *([files[number]] if files else [])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _measure_cells(m: Measures | None) -> list[str]:
+    if m is None:
+        return [" "] * 4
+    return [f"{m.ssim:.4f}", format_psnr(m.psnr), f"{m.colour:.4f}", f"{m.edge:.4f}" + (" (resized)" if m.resized
+                                                                                          else "")]
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -326,10 +377,13 @@ def _fill(folder: Path, item: str, manifest: Manifest, chosen: list[dict[str, An
     items = [entry_of(r, shown) for r in chosen]
     entries = ([original] if original else []) + [
         e for e in items if kind == "text" or (e.media is not None and e.media["kind"] == kind)]
+    if original and kind == "image":
+        entries = with_measures(entries, store)
     files = _write_media(kind, entries, store, folder)
     note = None if original or kind == "text" else (
         f"No original: the record has no {kind} of its own, or its source could not be reloaded "
-        "from here (preview the spec, or pass --data-root).")
+        "from here (preview the spec, or pass --data-root)" + (", so no measures against it." if kind == "image"
+                                                               else "."))
     text = index_text(item, chosen[0]["group_id"], manifest, kind, entries, shown, files, note)
     (folder / INDEX_FILE).write_text(text, encoding="utf-8")
     return kind, original is not None

@@ -6,9 +6,9 @@ tried end to end (compile, run, score, report) on a machine with no model, no GP
 and so that tests can know every answer in advance. Scores against it say nothing about any
 model; they only show what the metrics do with answers you chose.
 
-Run it (it binds 127.0.0.1 only)::
+Run it (it binds 127.0.0.1 only; ``python -m benchc.rule_server`` is an alias of the command)::
 
-    python -m benchc.rule_server --rules rules.toml --port-file port.txt &
+    benchc serve-rules --rules rules.toml --port-file port.txt &
     benchc eval spec.toml -o out --model "openai:rules,base_url=http://127.0.0.1:$(cat port.txt)/v1,api_key_env=none"
 
 ``--port`` (default 8011; ``0`` picks a free port) and ``--port-file FILE`` (the port, written
@@ -55,7 +55,6 @@ From Python (tests)::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -65,7 +64,7 @@ import signal
 import sys
 import threading
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,7 +73,6 @@ from typing import Any
 from .compiler.errors import BenchcError, Problem
 
 HOST = "127.0.0.1"
-DEFAULT_PORT = 8011
 DEFAULT_MODEL = "rules"
 DEFAULT_ANSWER = "I do not know."
 MAX_N = 128
@@ -424,58 +422,46 @@ def _remove_port_file(path: Path, port: int) -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchc.rule_server",
-        description="A deterministic, rule-based OpenAI-compatible chat server on 127.0.0.1, for trying "
-                    "benchc offline and for tests. Not a model: every answer comes from the rules file.")
-    parser.add_argument("--rules", required=True, type=Path, help="rules file (TOML: default, [[rule]] pattern/answer)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: pick a free one)")
-    parser.add_argument("--port-file", type=Path, help="write the port here once listening (removed on exit)")
-    parser.add_argument("--model", help="model id /v1/models lists (default: the rules file's model, else 'rules')")
-    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    args = parser.parse_args(argv)
-    if not 0 <= args.port <= 65535:
-        parser.error("--port must be from 0 to 65535")
-
-    try:
-        rules = load_rules(args.rules)
-    except RulesError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
-        return 2
-    if args.model:
-        rules = Rules(rules.rules, rules.default, args.model)
+def run(rules_file: Path, port: int, port_file: Path | None = None, model: str | None = None,
+        verbose: bool = False) -> None:
+    """Serve ``rules_file`` on 127.0.0.1 until SIGTERM or SIGINT (what ``benchc serve-rules`` and
+    ``python -m benchc.rule_server`` do); ``model`` renames the model it lists. A bad rules file,
+    a port in use or a port file that cannot be written is a ``BenchcError``, raised before any
+    request is answered."""
+    rules = load_rules(rules_file)
+    if model:
+        rules = Rules(rules.rules, rules.default, model)
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server, _ = serve(rules, args.port, verbose=args.verbose)
-    except OSError as exc:
-        print(f"error: cannot listen on {HOST}:{args.port}: {exc.strerror or exc}\n"
-              "  hint: another server holds the port; use --port 0 --port-file FILE for a free one",
-              file=sys.stderr)
-        return 2
-    try:
-        if args.port_file:
-            try:
-                _write_port_file(args.port_file, server.port)
-            except OSError as exc:
-                print(f"error: cannot write the port file {args.port_file}: {exc.strerror or exc}", file=sys.stderr)
-                return 2
-        print(f"rule server: {len(rules.rules)} rule(s), model {rules.model!r}, at {server.url} "
-              "(not a model: answers come from the rules file)", file=sys.stderr, flush=True)
-        while not stop.wait(0.5):
-            pass
+        try:
+            server, _ = serve(rules, port, verbose=verbose)
+        except OSError as exc:
+            raise BenchcError(Problem(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}",
+                                      hint="another server holds the port; use --port 0 --port-file FILE for a "
+                                           "free one")) from None
+        try:
+            if port_file:
+                try:
+                    _write_port_file(port_file, server.port)
+                except OSError as exc:
+                    raise BenchcError(f"cannot write the port file {port_file}: {exc.strerror or exc}") from None
+            print(f"rule server: {len(rules.rules)} rule(s), model {rules.model!r}, at {server.url} "
+                  "(not a model: answers come from the rules file)", file=sys.stderr, flush=True)
+            while not stop.wait(0.5):
+                pass
+        finally:
+            server.stop()
+            if port_file:
+                _remove_port_file(port_file, server.port)
     finally:
-        server.stop()
-        if args.port_file:
-            _remove_port_file(args.port_file, server.port)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("rule server: stopped", file=sys.stderr, flush=True)
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m benchc.rule_server`, kept as an alias of `benchc serve-rules`
+    from benchc.cli import main
+
+    sys.exit(main(["serve-rules", *sys.argv[1:]]))

@@ -12,7 +12,7 @@ the node rows that point at those files, so a crash never leaves a row whose fil
 
 Every read is checked against the key it was stored under, so a flipped byte or an edited file
 is never used in silence. ``get`` hashes the bytes (sha256, cheap); an image, whose key is the
-identity of its decoded pixels (``compiler/media.py``), is decoded and its identity compared
+identity of its decoded pixels (``compiler/pixels.py``), is decoded and its identity compared
 (once per file and process: a later read of the same bytes needs only their sha256);
 ``load_image`` checks the identity of what it decodes anyway. A mismatch is a
 ``CorruptObjectError`` naming the object and its file. A node row carries the sha256 of its key
@@ -29,12 +29,15 @@ import sqlite3
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .atomic import write_bytes_atomic
 from .canonical import digest_bytes
 from .errors import BenchcError, Problem
 from .values import Kind, MediaRef
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -85,12 +88,20 @@ class ContentStore:
         if actual == key or self._verified.get(key) == actual:
             return data
         if kind == "image" or (kind is None and data.startswith(PNG_SIGNATURE)):
-            from .media import decode_checked  # media imports this module
-
-            decode_checked(self, key, data)
+            self.decode_image(key, data)
             self._verified[key] = actual
             return data
         raise self.corrupt(kind or "object", key, f"the sha256 of its bytes is {actual[:16]}...")
+
+    def decode_image(self, key: str, data: bytes) -> Image.Image:
+        """``data`` (the file of object ``key``) decoded as an image; a ``CorruptObjectError``
+        unless its pixel identity (or the sha256 of its bytes) is ``key``."""
+        from .pixels import PixelMismatch, decode_checked  # Pillow is loaded only once an image is read
+
+        try:
+            return decode_checked(key, data)
+        except PixelMismatch as exc:
+            raise self.corrupt("image", key, exc.reason) from None
 
     def has(self, sha256: str) -> bool:
         return self.path_of(sha256).exists()

@@ -16,8 +16,6 @@ import math
 import os
 import shutil
 import sys
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,15 +23,15 @@ from typing import Any
 from .artifacts import ItemRow, Lock, LockBenchmark, LockSource, LockSourceFile, SelectLock, SplitLock, TextSelectLock
 from .atomic import make_staging_dir, remove_stale_staging, replace_dir_atomic
 from .canonical import HASH_RECIPE_VERSION, SEED_RECIPE_VERSION, canonical_json, digest
-from ..defaults import DEFAULT_CACHE
 from .cas import ContentStore
+from .compile_options import CompileOptions as CompileOptions, data_roots  # re-exports CompileOptions (API)
 from .disjoint import Footprint, footprint_of_records, refuse_overlap
 from .disjoint_from import guards as disjoint_guards
 from .errors import BenchcError, OpError, Problem, SpecError, SourceError
-from .expand import Progress, Variant, expand
+from .expand import Variant, expand
 from .folders import own_folder
 from .ops.base import library_versions
-from .model_steps import ModelClient, ModelSteps
+from .model_steps import ModelSteps
 from .manifest import (LOCK_VERSION, MANIFEST_SCHEMA_VERSION, Manifest, ManifestModifiedError, check_output_dir,
                        is_manifest_dir, manifest_digest, read_manifest, write_manifest)
 from .metric_attrs import check_metric_attrs
@@ -43,8 +41,9 @@ from . import selection as selection_kinds
 from . import settings as run_settings
 from .resolve import Resolved, ResolvedNode, resolve
 from .select import apply_filters_counted, sample, stratum_sizes
+from .source_loading import load_source, source_digest
 from .split import apply_split
-from .sources import LoadedSource, SourceContext
+from .sources import LoadedSource
 from .spec.models import Stage
 from .spec.locate import line_of
 from .spec.parse import LoadedSpec, load_spec
@@ -52,27 +51,6 @@ from .templates import TemplateProblem, compile_template, render
 from .values import Record, Value
 
 ALWAYS_TRACKED = ("benchc", "jinja2", "numpy", "pillow")
-
-
-@dataclass
-class CompileOptions:
-    cache_dir: Path = DEFAULT_CACHE
-    data_roots: list[Path] = field(default_factory=list)
-    workers: int = 1
-    overrides: list[str] = field(default_factory=list)
-    use_memo: bool = True
-    model_client: ModelClient | None = None
-    """Answers model-backed nodes (see ``model_steps``); None refuses specs that have them."""
-    max_items: int | None = None
-    """Refuse a compile estimated above this many items (None: $BENCHC_MAX_ITEMS, else
-    DEFAULT_MAX_ITEMS); see ``estimate_scale``."""
-    max_output_bytes: int | None = None
-    """Refuse a compile whose op outputs are estimated above this many bytes (None:
-    $BENCHC_MAX_OUTPUT_GB gigabytes, else DEFAULT_MAX_OUTPUT_BYTES)."""
-    notify: Callable[[str], None] | None = None
-    progress: Progress | None = None
-    """Told (node id, op tasks done, tasks of the node) as op tasks finish (a progress bar)."""
-    """Where the scale estimate of a large compile is said before work starts (None: stderr)."""
 
 
 @dataclass(frozen=True)
@@ -221,42 +199,6 @@ def spec_digest(resolved: Resolved) -> str:
     doc = spec_document(resolved)
     doc["benchmark"] = {k: v for k, v in doc["benchmark"].items() if k not in ("description", "version")}
     return digest({"kind": "spec", "spec": doc})
-
-
-def data_roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
-    """Where a spec may read files: its own folder, then each --data-root."""
-    return [loaded.path.resolve().parent, *(Path(r).resolve() for r in options.data_roots)]
-
-
-def load_source(resolved: Resolved, loaded: LoadedSpec, store: ContentStore,
-                 options: CompileOptions) -> LoadedSource:
-    ctx = SourceContext(roots=data_roots(loaded, options), store=store, on_error=loaded.spec.source.on_error,
-                        spec_file=str(loaded.path))
-    source = resolved.source.load(resolved.source_params, ctx)
-    source.skipped.extend(ctx.skipped)
-    _refuse_duplicate_ids(loaded, source)
-    pin = loaded.spec.source.pin
-    if pin is not None and pin != source_digest(source):
-        raise SourceError(loaded.problem(
-            "source.pin", f"source data changed: digest is {source_digest(source)}, the spec pins {pin}",
-            hint="check the data; if the change is intended, update the pin and bump the version"))
-    return source
-
-
-def _refuse_duplicate_ids(loaded: LoadedSpec, source: LoadedSource) -> None:
-    """Record ids seed every random choice and name every item: two records with one id would
-    share seeds and collide in the manifest, so a source that yields them is refused."""
-    counts = Counter(r.id for r in source.records)
-    duplicates = sorted(i for i, n in counts.items() if n > 1)
-    if duplicates:
-        shown = ", ".join(repr(d) for d in duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
-        raise SourceError(loaded.problem(
-            "source", f"{len(duplicates)} record id(s) occur more than once: {shown}",
-            hint="the loader's id column must be unique; pick another id field or deduplicate the data"))
-
-
-def source_digest(source: LoadedSource) -> str:
-    return digest({"kind": "source", "records": sorted(r.digest for r in source.records)})
 
 
 def _library_versions(resolved: Resolved) -> dict[str, str]:

@@ -10,17 +10,18 @@ nodes (an evaluation item is made from its record, so the records are what must 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .cas import ContentStore
-from .disjoint import Footprint, footprint_of_manifest, footprint_problem
+from .compile_options import CompileOptions, data_roots
+from .disjoint import Footprint, footprint_of_manifest, footprint_of_records, footprint_problem
 from .errors import BenchcError, SpecError
 from .manifest import is_manifest_dir
 from .paths import within_roots
+from .resolve import resolve
+from .select import apply_filters, sample
+from .source_loading import load_source
 from .spec.parse import LoadedSpec, load_spec
-
-if TYPE_CHECKING:
-    from .compile import CompileOptions
+from .split import apply_split
 
 
 def guards(loaded: LoadedSpec, options: CompileOptions, store: ContentStore) -> list[Footprint]:
@@ -30,7 +31,7 @@ def guards(loaded: LoadedSpec, options: CompileOptions, store: ContentStore) -> 
     for index, entry in enumerate(split.disjoint_from if split is not None else []):
         key = f"split.disjoint_from[{index}]"
         path = loaded.path.parent / entry
-        if not within_roots(path, _roots(loaded, options)):  # it would print another folder's record ids
+        if not within_roots(path, data_roots(loaded, options)):  # it would print another folder's record ids
             raise SpecError(footprint_problem(entry, "lies outside the spec's folder and the data roots", key, loaded))
         try:
             if is_manifest_dir(path):
@@ -46,19 +47,7 @@ def guards(loaded: LoadedSpec, options: CompileOptions, store: ContentStore) -> 
     return out
 
 
-def _roots(loaded: LoadedSpec, options: CompileOptions) -> list[Path]:
-    from .compile import data_roots  # compile imports this module
-
-    return data_roots(loaded, options)
-
-
 def _spec_footprint(path: Path, options: CompileOptions, store: ContentStore) -> Footprint:
-    from .compile import load_source  # compile imports this module
-    from .disjoint import footprint_of_records
-    from .resolve import resolve
-    from .select import apply_filters, sample
-    from .split import apply_split
-
     other = load_spec(path)
     source = load_source(resolve(other), other, store, options)
     records = apply_filters(other, source.records)

@@ -15,7 +15,6 @@ with its answers. Their node keys also hold the backend's fingerprint (weights, 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import sys
@@ -27,9 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from .canonical import canonical_json, digest
+from .canonical import digest
 from .cas import ContentStore
 from .errors import BenchcError, OpError, Problem
 from .model_steps import ModelBackendRef, ModelPrompt, ModelSteps
@@ -38,6 +36,7 @@ from .ops import OPS, ModelOp, OpContext, OpOutput
 from .resolve import ResolvedNode
 from .seeds import derive_seed, rng_for
 from .values import Record, Value
+from .variant_paths import variant_segment as variant_segment  # re-exported: how a path is named
 
 log = logging.getLogger(__name__)
 
@@ -137,36 +136,6 @@ def plan_node(node: ResolvedNode, spec_seed: int, record: Record,
                            environment_of(node, model, models))
             tasks.append(NodeTask(key, node, record, params, seed, upstream, value, path, swept))
     return tasks
-
-
-PATH_SAFE = "+:*'()!$;"
-"""Characters a grid value keeps in a variant path besides letters, digits and ``_.-~``; the
-path's own separators (``/ [ ] , = @ #``), spaces and the rest are percent-encoded."""
-
-
-def _segment_value(value: Any) -> str:
-    """A grid value as it appears in a variant path: a string as itself (as JSON when it would
-    read as a number or boolean, so "90" and 90 stay apart), anything else as canonical JSON."""
-    text = canonical_json(value)
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-        except ValueError:
-            text = value
-    return quote(text, safe=PATH_SAFE)
-
-
-def variant_segment(node_id: str, point: dict[str, Any], repeat: int | None) -> str:
-    """One node's part of a variant path, named by the node and the grid values of the
-    variant, never by its position in the grid: ``rotated[angle=90]``, ``noisy[sigma=5]@2``
-    (the third repeat), ``gray`` (an unswept node). Inserting a grid value therefore adds
-    variants and leaves every other variant's path (hence id and seed) as it was."""
-    segment = node_id
-    if point:
-        segment += "[" + ",".join(f"{name}={_segment_value(point[name])}" for name in sorted(point)) + "]"
-    if repeat is not None:
-        segment += f"@{repeat}"
-    return segment
 
 
 def _run_task(store_root: str, op_module: str, op_name: str, params: dict[str, Any], seed: int,

@@ -12,12 +12,12 @@ it). Other modes (palette, 1-bit, 16-bit) go through Pillow. Either way the file
 
 Reading an image back (``load_image``, and ``ContentStore.get`` of an image) decodes it and
 compares the identity of its pixels with its key: a file whose pixels changed after it was
-stored is a ``CorruptObjectError``, never a silently different input (``compiler/cas.py``).
+stored is a ``CorruptObjectError``, never a silently different input (``compiler/cas.py``); the
+identity and that check live in ``compiler/pixels.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import wave
 
@@ -26,20 +26,9 @@ import numpy as np
 from PIL import Image
 
 from .atomic import write_bytes_atomic
-from .canonical import digest_bytes
 from .cas import ContentStore
+from .pixels import image_identity as image_identity  # re-exported: callers name images from here
 from .values import MediaRef
-
-
-def image_identity(image: Image.Image) -> str:
-    h = hashlib.sha256()
-    h.update(f"image:{image.mode}:{image.width}x{image.height}\n".encode())
-    h.update(image.tobytes())
-    if image.mode in ("P", "PA"):
-        # Palette images store indices: two images with the same indices and other palettes
-        # look different, so the palette is part of what the pixels are.
-        h.update(b"palette:" + bytes(image.getpalette() or []))
-    return h.hexdigest()
 
 
 def put_image(store: ContentStore, image: Image.Image) -> MediaRef:
@@ -74,24 +63,7 @@ def load_image(store: ContentStore, ref: MediaRef | str) -> Image.Image:
     """The stored image ``ref``, decoded and checked against its key (``CorruptObjectError``
     when its pixels are not the ones it was stored as); a missing file is a FileNotFoundError."""
     key = ref if isinstance(ref, str) else ref.sha256
-    return decode_checked(store, key, store.path_of(key).read_bytes())
-
-
-def decode_checked(store: ContentStore, key: str, data: bytes) -> Image.Image:
-    """``data`` (the file of object ``key``) decoded; refused unless its pixel identity is
-    ``key``. A file stored by the sha256 of its bytes (an image a backend returned) passes by
-    that sha256."""
-    try:
-        image = Image.open(io.BytesIO(data))
-        image.load()
-    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError, zlib.error... on broken files
-        if digest_bytes(data) == key:
-            raise  # stored as these very bytes: not a corrupt file, an undecodable one
-        raise store.corrupt("image", key, f"it cannot be decoded: {type(exc).__name__}: {exc}") from None
-    identity = image_identity(image)
-    if identity != key and digest_bytes(data) != key:
-        raise store.corrupt("image", key, f"its decoded pixels have identity {identity[:16]}...")
-    return image
+    return store.decode_image(key, store.path_of(key).read_bytes())
 
 
 def wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:

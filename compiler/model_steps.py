@@ -13,112 +13,36 @@ digest, library versions, device, generation settings) enters the node key of ev
 model node, so other weights or settings never get a cached output, and the compile memo key
 and the lock (``model_steps``) record it too.
 
-Model answers are free text, so each op parses them with the helpers below, which are kept
-small and documented because what they accept decides what a benchmark contains:
-
-* :func:`first_answer_line`: strip, skip a preamble line that ends with ":" ("Here is the
-  translation:"), take the first non-empty line, drop a short leading label ("Translation: ")
-  and matching quotes around the whole answer.
-* :func:`is_refusal`: the answer starts like a refusal ("I'm sorry", "I cannot", "As an AI").
-* :func:`answer_items`: a list answer (numbered, bulleted or one per line; one line of several
-  questions is split after each "?"), each item cleaned as above.
-* :func:`yes_no`: "yes" or "no" when the answer's first word is one of them, else None.
-
-An op that cannot use an answer drops the variant with a short, fixed reason (counted per node
-and reason in the lock) or, with ``on_bad_answer = "fail"``, fails the compile.
+What a step and a client exchange (``ModelPrompt``, ``ModelBackendRef``, the ``ModelClient``
+protocol) is in ``model_requests.py``; model answers are free text, which each op parses with
+the helpers of ``model_answers.py`` (both re-exported here). An op that cannot use an answer
+drops the variant with a short, fixed reason (counted per node and reason in the lock) or, with
+``on_bad_answer = "fail"``, fails the compile.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .canonical import canonical_json
 from .errors import BenchcError, Problem, SpecError
-from .values import MediaRef
+from .model_answers import answer_items, clean_item, first_answer_line, is_refusal, yes_no
+from .model_requests import GENERATION_PARAMS, ModelBackendRef, ModelClient, ModelPrompt, StepGeneration
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # resolve imports every op and its libraries (a second); the runtime imports this module
     from .resolve import ResolvedNode
 
-GENERATION_PARAMS = ("max_new_tokens", "temperature", "top_p")
+__all__ = ["GENERATION_PARAMS", "NO_CLIENT_HINT", "Asker", "ModelBackendRef", "ModelClient", "ModelPrompt",
+           "ModelSteps", "StepGeneration", "answer_items", "clean_item", "first_answer_line", "is_refusal",
+           "yes_no"]
+"""This module's API, with the vocabulary and answer helpers it re-exports (the runtime and the
+tests import them from here)."""
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class StepGeneration:
-    """The generation settings of a model step (a node's params, not the spec's [generation],
-    which belongs to the model under test)."""
-
-    max_new_tokens: int
-    temperature: float
-    top_p: float
-
-    @staticmethod
-    def of(values: dict[str, Any]) -> StepGeneration:
-        return StepGeneration(int(values["max_new_tokens"]), float(values["temperature"]),
-                              float(values["top_p"]))
-
-    def as_json(self) -> dict[str, Any]:
-        return {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
-                "top_p": self.top_p}
-
-
-@dataclass(frozen=True)
-class ModelBackendRef:
-    """Which model answers a step and how: a backend string as ``benchc run`` takes it
-    (``hf:models/llm,batch_size=8``), the generation settings, and the folders a relative model
-    path is looked up in (the spec's folder, then each --data-root)."""
-
-    backend: str
-    generation: StepGeneration
-    roots: tuple[Path, ...] = ()
-    task: str = "generate"
-    """``generate``, or ``speech-to-text`` (the baseline ASR models of a ``[select]``)."""
-
-    def as_json(self) -> dict[str, Any]:
-        """What the lock names (never the roots: no absolute path enters a lock)."""
-        out = {"backend": self.backend, "generation": self.generation.as_json()}
-        return out if self.task == "generate" else {**out, "task": self.task}
-
-
-@dataclass(frozen=True)
-class ModelPrompt:
-    """One request of a model step. ``seed`` is set only for sampled steps (temperature > 0),
-    so that greedy requests with the same text are one request; ``sample`` tells repeated
-    samples of the same prompt apart."""
-
-    text: str
-    system: str | None = None
-    media: tuple[MediaRef, ...] = ()
-    seed: int | None = None
-    sample: int = 0
-
-
-class ModelClient(Protocol):
-    """What the compiler needs from whoever runs models (the runtime, or a test's fake)."""
-
-    def fingerprint(self, ref: ModelBackendRef) -> dict[str, Any]:
-        """Everything that shapes this backend's answers: weights digest, library versions,
-        device, generation settings. Raises BenchcError when the backend cannot be built."""
-        ...
-
-    def generate(self, ref: ModelBackendRef, prompts: Sequence[ModelPrompt]) -> list[str]:
-        """One answer per prompt, in order (the client batches, deduplicates and caches)."""
-        ...
-
-    def embedder_fingerprint(self, name: str) -> dict[str, Any]:
-        """What shapes a sentence embedder's vectors (``[select]``'s similarity)."""
-        ...
-
-    def embed(self, name: str, texts: Sequence[str]) -> Any:
-        """Unit-normalised embeddings of ``texts`` (a float32 array, one row per text), each
-        text's vector independent of the others in the call."""
-        ...
 
 
 NO_CLIENT_HINT = ("compile with `benchc compile` or `benchc.api.compile`, which answer model steps "
@@ -231,69 +155,3 @@ class Asker:
     def of(node: ResolvedNode) -> Asker:
         return Asker(f"{node.where}.params.backend", f"node {node.id!r}",
                       f"node {node.id!r} (op {node.op.name!r})")
-
-
-# --- parsing answers -------------------------------------------------------------------------
-
-LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z \-]{0,38}):\s+(?=\S)")
-"""A short leading label ("Translation: ", "Rephrased question: "); at most five words."""
-QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`", "\u00ab": "\u00bb"}
-REFUSAL = re.compile(
-    r"^\W*(i'?m sorry|i am sorry|sorry\b|i apologi[sz]e|i can(?:no|')t|i can not|i am unable|"
-    r"i'?m unable|i am not able|i'?m not able|i won'?t|as an ai\b)", re.IGNORECASE)
-LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\(?\d{1,2}[.):]|\(?[a-c][.)])\s+")
-YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-
-
-def _strip_label(line: str) -> str:
-    match = LABEL.match(line)
-    if match and len(match.group(1).split()) <= 5:
-        return line[match.end():]
-    return line
-
-
-def _strip_quotes(text: str) -> str:
-    text = text.strip()
-    while len(text) >= 2 and QUOTES.get(text[0]) == text[-1]:
-        text = text[1:-1].strip()
-    return text
-
-
-def clean_item(text: str) -> str:
-    """One line of an answer without its list mark, leading label and enclosing quotes."""
-    return _strip_quotes(_strip_label(LIST_MARK.sub("", text, count=1)))
-
-
-def _content_lines(answer: str) -> list[str]:
-    """The answer's non-empty lines, without preamble lines that end with ":" when more follow."""
-    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
-    while len(lines) > 1 and lines[0].endswith(":"):
-        lines = lines[1:]
-    return lines
-
-
-def first_answer_line(answer: str) -> str:
-    """The answer's first content line, cleaned (see the module docstring); "" if none."""
-    lines = _content_lines(answer)
-    return clean_item(lines[0]) if lines else ""
-
-
-def is_refusal(answer: str) -> bool:
-    return bool(REFUSAL.match(answer.strip()))
-
-
-def answer_items(answer: str) -> list[str]:
-    """A list answer's items: one per line (list marks, labels and quotes removed); a single
-    line holding several questions is split after each "?"."""
-    items = [clean_item(line) for line in _content_lines(answer)]
-    items = [item for item in items if item]
-    if len(items) == 1 and items[0].count("?") > 1:
-        items = [clean_item(q) for q in re.findall(r"[^?]*\?", items[0]) if q.strip(" ?")]
-    return items
-
-
-def yes_no(answer: str) -> str | None:
-    """"yes" or "no" when the answer's first word is one of them (case and leading punctuation
-    ignored); None for anything else, refusals included."""
-    match = YES_NO.match(answer)
-    return match.group(1).lower() if match else None

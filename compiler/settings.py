@@ -25,6 +25,7 @@ from .seeds import derive_seed
 from .spec.models import Spec
 from .spec.parse import LoadedSpec
 from .sweep import Sweep, is_sweep, named_values
+from .variant_paths import variant_segment
 
 SEGMENT = "generation"
 """The id path segment of a setting: ``generation[temperature=0.7]``."""
@@ -106,7 +107,6 @@ def settings_for(sweep: Sweep | None, spec_seed: int, record_id: str, variant_pa
 def _segment(point: dict[str, Any], templates: frozenset[str]) -> str | None:
     """``prompt[template=terse]/generation[temperature=0.7]``: the swept templates' names, then
     the generation values; None when the point is empty (only choices are swept)."""
-    from .expand import variant_segment  # expand imports resolve, which reads the templates here
     named = {k: v for k, v in point.items() if k in templates}
     values = {k: v for k, v in point.items() if k not in templates}
     parts = [variant_segment(name, part, None) for name, part in ((TEMPLATE_SEGMENT, named), (SEGMENT, values))

@@ -24,13 +24,14 @@ from jinja2 import TemplateSyntaxError, nodes
 
 from . import settings as run_settings
 from .cas import ContentStore
-from .compile import CompileOptions, load_source, data_roots
+from .compile_options import CompileOptions, data_roots
 from .errors import BenchcError, Problem, ProblemList, SourceError, SpecError
 from .paths import resolve_in_roots
 from .ops.fields import LIST_CELL_HINT, text_list
 from .registry import did_you_mean
 from .resolve import Resolved, ResolvedNode
 from .select import apply_filters
+from .source_loading import load_source
 from .sources import LoadedSource
 from .spec.models import Select
 from .spec.parse import LoadedSpec

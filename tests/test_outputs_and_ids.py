@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchc.compiler.compile import _refuse_duplicate_ids
 from benchc.compiler.errors import SourceError
+from benchc.compiler.source_loading import _refuse_duplicate_ids
 from benchc.compiler.sources import LoadedSource
 from benchc.compiler.spec.parse import load_spec
 from benchc.compiler.values import Record

@@ -203,11 +203,17 @@ def test_serve_binds_localhost_only(server: RuleServer) -> None:
 # -- the command line -----------------------------------------------------------------------------
 
 
-def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+SERVE_RULES = [sys.executable, "-m", "benchc.cli", "serve-rules"]
+"""``benchc serve-rules``, in a fresh process as a user runs it."""
+MODULE = [sys.executable, "-m", "benchc.rule_server"]
+"""``python -m benchc.rule_server``, an alias of ``benchc serve-rules``."""
+
+
+def _start(tmp_path: Path, *args: str, command: list[str] = MODULE) -> tuple[subprocess.Popen[str], Path]:
     rules = tmp_path / "rules.toml"
     rules.write_text('default = "no"\n[[rule]]\npattern = "cat"\nanswer = "yes"\n')
     port_file = tmp_path / "sub" / "port.txt"
-    process = subprocess.Popen([sys.executable, "-m", "benchc.rule_server", "--rules", str(rules), "--port", "0",
+    process = subprocess.Popen([*command, "--rules", str(rules), "--port", "0",
                                 "--port-file", str(port_file), *args],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -238,6 +244,33 @@ def test_command_line_serves_and_stops_cleanly(tmp_path: Path, stop: signal.Sign
     assert "Traceback" not in err
     assert "rule server: stopped" in err
     assert not port_file.exists()  # removed on a clean exit
+
+
+def test_benchc_serve_rules_answers_and_stops(tmp_path: Path) -> None:
+    process, port_file = _start(tmp_path, command=SERVE_RULES)
+    try:
+        url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+        status, body = call(f"{url}/chat/completions",
+                            {"model": "rules", "messages": [{"role": "user", "content": "A cat?"}]})
+        assert (status, body["choices"][0]["message"]["content"]) == (200, "yes")
+        process.terminate()
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "rule server: stopped" in err
+    assert not port_file.exists()
+
+
+def test_benchc_serve_rules_names_a_missing_rules_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.toml"
+    done = subprocess.run([*SERVE_RULES, "--rules", str(missing), "--port", "0"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error: {missing}: cannot read the rules file"), done.stderr
 
 
 def test_command_line_refuses_bad_rules_without_a_traceback(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json
-from .items import ItemDiff
+from .items import ItemDiff, Signals, item_diff
 
 ID_KEYS = {"node": "id", "stage": "id", "metric": "name", "filter": "where", "files": "path", "tables": "path"}
 """Lists of tables whose entries are matched by a key rather than by position: reordering nodes
@@ -169,22 +169,6 @@ def lock_changes(a: dict[str, Any], b: dict[str, Any], *, with_benchmark: bool =
     return sorted((Change("lock", c.path, c.before, c.after, c.kind) for c in changes), key=lambda c: c.path)
 
 
-@dataclass(frozen=True)
-class Signals:
-    """What the spec and lock changes say about the items, for attributing item changes."""
-
-    seed: bool = False
-    filter: bool = False
-    sample: bool = False
-    sampling: bool = False  # either side samples (seed then also changes which records are kept)
-    source: bool = False
-    template: bool = False
-    targets: bool = False
-    nodes: frozenset[str] = frozenset()
-    settings: bool = False  # a [generation] or template sweep changed: adds or removes items
-    known: bool = True  # False: no spec on one side, causes beyond the columns are unknown
-
-
 def signals_of(changes: list[Change], lock_delta: list[Change],
                docs: tuple[dict[str, Any] | None, dict[str, Any] | None]) -> Signals:
     """Summarise spec and lock changes into the flags ``item_diff`` attributes causes with."""
@@ -329,8 +313,6 @@ def diff_documents(a: SideInfo, b: SideInfo, docs: tuple[dict[str, Any] | None, 
                    locks: tuple[dict[str, Any] | None, dict[str, Any] | None], frames: tuple[Any, Any],
                    examples: int = 5) -> Diff:
     """Compare what both sides have: spec documents, lock files, items tables (polars frames)."""
-    from .items import item_diff
-
     spec = spec_changes(docs[0], docs[1]) if docs[0] is not None and docs[1] is not None else None
     lock = (lock_changes(locks[0], locks[1], with_benchmark=spec is None)
             if locks[0] is not None and locks[1] is not None else None)

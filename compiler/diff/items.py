@@ -30,12 +30,9 @@ dropping other variants: ``environment``/``seed``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
-
-if TYPE_CHECKING:
-    from .core import Signals
 
 COMPARED = ("record_digest", "group_id", "record_id", "node", "attrs", "system", "prompt", "text", "media",
             "targets", "lineage")
@@ -45,6 +42,23 @@ CHANGE_CAUSES = ("source_row", "op_version", "node_params", "seed", "environment
                  "metric_target", "other")
 LINEAGE = pl.List(pl.Struct({"key": pl.String, "node": pl.String, "op": pl.String, "version": pl.String}))
 EXAMPLE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the spec and lock changes say about the items, for attributing item changes
+    (``core.signals_of`` makes them)."""
+
+    seed: bool = False
+    filter: bool = False
+    sample: bool = False
+    sampling: bool = False  # either side samples (seed then also changes which records are kept)
+    source: bool = False
+    template: bool = False
+    targets: bool = False
+    nodes: frozenset[str] = frozenset()
+    settings: bool = False  # a [generation] or template sweep changed: adds or removes items
+    known: bool = True  # False: no spec on one side, causes beyond the columns are unknown
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from ..cas import ContentStore
 from ..errors import OpError, Problem
 from ..identity import installed_version, plugin_distributions
-from ..model_steps import ModelPrompt
+from ..model_requests import ModelPrompt
 from ..paths import resolve_in_roots
 from ..registry import Registry, instance
 from ..values import Kind, Record, Value

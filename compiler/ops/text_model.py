@@ -20,7 +20,7 @@
   is the rule-based one).
 
 Templates are sandboxed Jinja, like the spec's ``[prompt]``; each op lists its variables.
-Answers are parsed as ``compiler/model_steps.py`` documents; an unusable one drops the variant
+Answers are parsed as ``compiler/model_answers.py`` documents; an unusable one drops the variant
 with a fixed reason ("empty answer", "model refused", ...) or fails (``on_bad_answer``).
 """
 
@@ -32,7 +32,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..errors import OpError, Problem
-from ..model_steps import ModelPrompt, answer_items, first_answer_line, is_refusal
+from ..model_answers import answer_items, first_answer_line, is_refusal
+from ..model_requests import ModelPrompt
 from ..values import Value
 from .base import OPS, ModelOp, ModelStepParams, OpContext, OpOutput, check_template, render_prompt
 from .fields import field_or_none

@@ -8,7 +8,7 @@ the record's object label, and ``record``) about the edited image, optionally af
 original image (``original = "image"``: Koala's two-image form; the images are sent in that
 order, without Koala's per-image captions), and keeps the variant iff the answer is ``expect``.
 
-The answer counts as yes or no when its first word is "yes" or "no" (``model_steps.yes_no``;
+The answer counts as yes or no when its first word is "yes" or "no" (``model_answers.yes_no``;
 Koala's ``startswith('no')`` would also read "not sure" and "nothing" as no). Any other answer,
 refusals included, is unclear: the variant is dropped ("unclear VLM answer") or, with
 ``on_bad_answer = "fail"``, the compile fails. A wrong answer drops it ("VLM check failed").
@@ -21,7 +21,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ..errors import OpError, Problem
-from ..model_steps import ModelPrompt, yes_no
+from ..model_answers import yes_no
+from ..model_requests import ModelPrompt
 from ..values import MediaRef, Value
 from .base import (
     OPS,

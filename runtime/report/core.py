@@ -223,11 +223,14 @@ def radar_data(value: Any, name: str, title: str, footer: list[str], digits: int
 
 def breakdown_parts(run_dir: Path, manifest_dir: Path | None, attribute: str, provenance: Sequence[Provenance],
                     digits: int = 2, media: tuple[Path | None, Path | None] = (None, None)) -> list[Part]:
-    """Each metric re-scored with its rows split by ``attribute`` (``runtime.score``)."""
+    """Each metric re-scored with its rows split by ``attribute`` (``runtime.score``); a strength
+    attribute (``ssim_bin``, runtime/report/strength.py) is measured from the stored images first."""
     from .scoring import rescore
+    from .strength import STRENGTH_ATTRS, rescore_by_strength
 
     footer, short = footer_lines(provenance), footer_lines(provenance, short=True)
-    split_scores = rescore(run_dir, manifest_dir, by=[attribute], media=media)
+    split_scores = (rescore_by_strength(run_dir, manifest_dir, attribute, media) if attribute in STRENGTH_ATTRS
+                    else rescore(run_dir, manifest_dir, by=[attribute], media=media))
     parts = []
     for metric, slug in zip(split_scores["metrics"], metric_slugs(split_scores)):
         name = f"{slug}.by-{slugify(attribute)}"
