@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "mmcbench" / "speech2text_selections.toml"
-TABLES = {"hard": "text2speech_heavy_corrupted_hard_1k_first50.csv", "random": "text2speech_heavy_corrupted_random_1k.csv"}
+TABLES = {"hard": "text2speech_heavy_corrupted_hard_1k_first50.csv",
+          "random": "text2speech_heavy_corrupted_random_1k.csv"}
 KEPT = {"heavy": ("clean", "gaussian_noise", "short_noises", "gaussian_snr", "bandpass_filter", "low_pass_filter",
                   "clipping_distortion", "mp3_compression", "tanh_distortion")}
 KEPT["light"] = (*KEPT["heavy"], "fast_resample", "slow_resample", "time_stretch_fast", "time_stretch_slow")
@@ -60,7 +61,8 @@ def main() -> None:
         items = pl.read_parquet(compiled.manifest_dir / "items.parquet").sort("item_id")
         for model in ("oracle", "silent", "noise-robust"):
             rows = [{"item_id": item_id, "response": answer(model, text[record], json.loads(attrs))}
-                    for item_id, record, attrs in zip(items["item_id"], items["record_id"], items["attrs"], strict=True)]
+                    for item_id, record, attrs in zip(items["item_id"], items["record_id"], items["attrs"],
+                                                      strict=True)]
             (out / f"{model}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
