@@ -32,7 +32,7 @@ def _released(name: str) -> list[dict]:
 
 def test_merlim_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "merlim", monkeypatch, capsys, runs=14, files=26)
+    output = reproduce_fresh(tmp_path, "merlim", monkeypatch, capsys, runs=14, files=29)
 
     table2 = {label: numbers(row) for label, row in table(output / "table2.csv").items()}
     yes, right = table2["always-yes"], table2["originals-only"]
@@ -69,6 +69,13 @@ def test_merlim_paper_reproduces_and_its_cells_are_counted_by_hand(
                                                                                    round(100 * 70 / 88, 2)]
         assert unsure[f"{part}/Acc_org_yn"] == unsure[f"{part}, negated/Acc_org_yn"] == 100.0
         assert [table3["originals-only"][f"{part}{q}/Acc_org"] for q in ("", ", negated")] == [100.0, 100.0]
+
+    # Table 1: answers per task of the bundled subsets: 10 images x 5 instructions (recognition),
+    # the 88 relation questions of each set (on each image), the 20 counting items (on each image)
+    assert {label: numbers(row) for label, row in table(output / "table1.csv").items()} == {"bundled subsets": {
+        "Recognition, original/responses": 50.0, "Recognition, edited/responses": 50.0,
+        "Relations, random/n_org": 88.0, "Relations, random/n_ed": 88.0, "Relations, curated/n_org": 88.0,
+        "Relations, curated/n_ed": 88.0, "Counting, original/answers": 20.0, "Counting, edited/answers": 20.0}}
 
     counting = {label: numbers(row) for label, row in table(output / "counting.csv").items()}
     per_image = json.loads((DATA / "in_data_v3_sample50imgs.json").read_text())

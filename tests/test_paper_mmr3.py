@@ -57,7 +57,7 @@ def _constant_s_gt(embedder: Any, task: str) -> float:
 
 def test_mmr3_paper_reproduces_and_its_cells_are_counted_by_hand(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=18, files=39)
+    output = reproduce_fresh(tmp_path, "mm_r3", monkeypatch, capsys, runs=20, files=51)
     embedder = load_embedder("minilm")
 
     for name in ("table2", "table2_sampling"):
@@ -172,3 +172,27 @@ def _check_model_tables(output: Path, runs: Path) -> None:
                 model, metric = column.split()
                 assert cell == table7[(model, row[0])][f"{task}/{metric}"], (short, row[0], column)
         assert (output / f"fig7_{short}.png").read_bytes()[:4] == b"\x89PNG"
+
+    _check_statistics_and_styles(output, table2)
+
+
+def _check_statistics_and_styles(output: Path, table2: dict[str, dict[str, float | None]]) -> None:
+    """Table 1: groups and answers per task of the bundled subset (TARGETS' counts, 3 variants a
+    question and a masked object, 1 a restyled image). Tables 6 and 8, Figure 6: Grayscale only,
+    so the constant's S_GT is Table 2's Image Restyling one at every resolution and style, and
+    Con, S_C and O_all are n/a (one style an image: no pair)."""
+    [row] = [numbers(r) for r in table(output / "table1.csv").values()]
+    assert list(table(output / "table1.csv")) == ["bundled subset"]
+    for task, per_group in (("Question Rephrasing", 3), ("Image Restyling", 1), ("Context Reasoning", 3)):
+        groups = sum(TARGETS[task].values())
+        assert (row[f"{task}/groups"], row[f"{task}/responses"]) == (groups, groups * per_group), task
+    s_gt = table2["constant"]["Image Restyling/S_GT"]
+    for name, values in (("table6", ("224", "640", "1024")), ("table8", ("grayscale",))):
+        rows = {label: numbers(r) for label, r in table(output / f"{name}.csv").items()}
+        assert list(rows["oracle"]) == [f"{v}/{c}" for v in values for c in METRICS], name
+        for value in values:
+            assert [rows["oracle"][f"{value}/{c}"] for c in METRICS] == [100.0, 100.0, None, None, None]
+            assert [rows["constant"][f"{value}/{c}"] for c in METRICS] == [0.0, s_gt, None, None, None]
+    header, cells = read_csv((output / "fig6.csv").read_text())
+    assert header == ["size", "oracle Acc", "oracle S_GT", "constant Acc", "constant S_GT"]
+    assert cells == [[size, "100.0", "100.0", "0.0", str(s_gt)] for size in ("224", "640", "1024")]

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("question_rephrasing", "image_restyling", "context_reasoning",
          "question_rephrasing_sampling", "image_restyling_sampling", "context_reasoning_sampling",
-         "question_rephrasing_temperature", "image_restyling_temperature", "context_reasoning_temperature")
+         "question_rephrasing_temperature", "image_restyling_temperature", "context_reasoning_temperature",
+         "image_restyling_resolution")
 MODELS = ("oracle", "constant")
 CONSTANT = "zebra"
 

@@ -68,12 +68,19 @@ class MetricResult:
 
 
 def split_by(items: list[ScoredItem], by: list[str]) -> dict[tuple[Any, ...], list[ScoredItem]]:
-    """Partition items by the values of ``by`` attributes, in sorted order of those values."""
+    """Partition items by the values of ``by`` attributes, in sorted order of those values:
+    numbers by value (224 before 1024), before any text, which sorts as text."""
     parts: dict[tuple[Any, ...], list[ScoredItem]] = {}
     for item in items:
         key = tuple(item.attrs.get(b) for b in by)
         parts.setdefault(key, []).append(item)
-    return dict(sorted(parts.items(), key=lambda kv: [str(v) for v in kv[0]]))
+    return dict(sorted(parts.items(), key=lambda kv: [_order(v) for v in kv[0]]))
+
+
+def _order(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
 
 
 def role_of(item: ScoredItem, attr: str | None) -> str:
