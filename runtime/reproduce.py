@@ -214,6 +214,8 @@ class PaperTable(_Artifact):
 
 class PaperFigure(_Artifact):
     kind: Literal["bar", "breakdown", "radar"]
+    category: str | None = Field(None, description="kind 'bar': the metric column that labels each bar group "
+                                                   "(default: the rows' split and text columns)")
     normalize: Literal["none", "best"] = "none"
     ylabel: str | None = None
     formats: list[Literal["png", "svg"]] = Field(default_factory=lambda: ["png", "svg"], min_length=1)
@@ -608,7 +610,7 @@ def _figure_data(artifact: PaperFigure, scored: list[RunScores]) -> Table:
         data = layout_details(scored, detail=artifact.detail or "", labels=artifact.labels, **common)
     else:
         data = layout_series(scored, columns=artifact.columns, where=artifact.where,
-                             need_split=artifact.kind == "breakdown", **common)
+                             need_split=artifact.kind == "breakdown", label_column=artifact.category, **common)
     data = normalized(data, artifact.normalize).rounded()  # drawn and hashed as printed (Table.rounded)
     data.footer = footer_lines([r.provenance for r in scored], short=True)
     return data

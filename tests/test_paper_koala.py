@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from conftest import ROOT
+from benchc.runtime.report.tables import read_csv
 from support.papers import reproduce_fresh, table
 
-# 8 runs compiled, imported and scored: about 11 s on 2 cores
+# 10 runs compiled, imported and scored
 
 CELLS = ("img_old_label_old", "img_new_label_old", "img_old_label_new", "img_new_label_new", "img_old_label_ret",
          "img_new_label_ret")
@@ -23,7 +25,7 @@ GROUPS = ("WebQA perturbed", "WebQA conflicting", "WebQA counterfactual", "VQAv2
 
 def test_the_koala_paper_reproduces_and_its_cells_are_the_hand_counts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    output = reproduce_fresh(tmp_path, "koala", monkeypatch, capsys, runs=8, files=6)
+    output = reproduce_fresh(tmp_path, "koala", monkeypatch, capsys, runs=10, files=12)
     results = table(output / "results.csv")
     assert list(results) == ["refuser", "echo"]
     for model, row in results.items():
@@ -53,6 +55,8 @@ def test_the_koala_paper_reproduces_and_its_cells_are_the_hand_counts(
     assert {m: [float(v) for k, v in row.items() if k != "model"] for m, row in table4.items()} == {
         "refuser": [100.0] * 4, "echo": [0.0] * 4}
 
+    _check_contextualization(output, tmp_path / "runs" / "refuser-contextualization.manifest")
+
 
 def test_the_committed_answers_cover_the_bundled_items_by_hand_count() -> None:
     """Items per spec: the accepted edited items plus one original each (shared by edits of one
@@ -65,4 +69,26 @@ def test_the_committed_answers_cover_the_bundled_items_by_hand_count() -> None:
     assert counts["refuser-parametric"] == (141, 60)        # 81 accepted perturbed, 60 original images
     assert counts["refuser-source_conflict"] == (126, 41)   # 85 accepted conflicting, 41 original pairs
     assert counts["refuser-negative_samples"] == (247, 0)
+    assert counts["refuser-contextualization"] == (268, 0)  # the accepted counterfactual items
     assert all(counts[f"echo-{k.split('-', 1)[1]}"] == v for k, v in counts.items() if k.startswith("refuser"))
+
+
+def _check_contextualization(output: Path, manifest: Path) -> None:
+    """Figure 6 with the stand-in judge (echo of len(question) % 10 + 1, the question being the
+    item's prompt): per score, its counterfactual items; the refuser acknowledges every one, echo
+    ("Yes.") none."""
+    items = pl.read_parquet(manifest / "items.parquet")
+    per_score: dict[int, int] = {}
+    for prompt in items["prompt"]:
+        per_score[len(prompt) % 10 + 1] = per_score.get(len(prompt) % 10 + 1, 0) + 1
+    assert sum(per_score.values()) == len(items) == 268
+    header, rows = read_csv((output / "fig6.csv").read_text())
+    assert header == ["run", "context", "answers", "acknowledged"]
+    expected = [[model, str(score), str(per_score[score]), rate] for model, rate in (("refuser", "100.0"),
+                                                                                     ("echo", "0.0"))
+                for score in sorted(per_score)]
+    assert rows == expected
+    assert "Stand-in judge" in (output / "fig6.md").read_text()
+    header, rows = read_csv((output / "fig6_plot.csv").read_text())
+    assert header == ["context", "refuser", "echo"]
+    assert rows == [[str(score), "100.0", "0.0"] for score in sorted(per_score)]

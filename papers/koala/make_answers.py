@@ -6,7 +6,9 @@
 * ``echo`` answers every edited item (perturbed, counterfactual, conflicting) with the item's own
   expected answer (the new label, or Koala's refusal), every original item with "No." (its label
   is unknown in the bundled file) and every negative sample with "no" (which only
-  negative_eval.py's ``count_no`` counts as an acknowledgment, on VQAv2 and OK-VQA).
+  negative_eval.py's ``count_no`` counts as an acknowledgment, on VQAv2 and OK-VQA). The
+  contextualisation spec's items carry no expected answer: ``echo`` says "Yes." there (no
+  acknowledgment).
 
 Usage (after a spec's items change; then `benchc reproduce papers/koala.toml --record`):
     .venv/bin/python papers/koala/make_answers.py
@@ -19,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SPECS = ("counterfactual", "parametric", "source_conflict", "negative_samples")
+SPECS = ("counterfactual", "parametric", "source_conflict", "negative_samples", "contextualization")
 REFUSAL = "<RET> Sorry, I cannot determine the answer as there is not enough information. <RET>"
 
 
@@ -44,7 +46,7 @@ def main() -> None:
                         store_dir=Path(work) / "store", progress=False)
             items = pl.read_parquet(manifest / "items.parquet").sort("item_id")
             for model in ("refuser", "echo"):
-                rows = [{"item_id": i, "response": answer(model, i, (json.loads(t)["answer"] or [""])[0])}
+                rows = [{"item_id": i, "response": answer(model, i, (json.loads(t).get("answer", ["Yes."]) or [""])[0])}
                         for i, t in zip(items["item_id"], items["targets"], strict=True)]
                 (out / f"{model}-{spec}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 

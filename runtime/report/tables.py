@@ -548,8 +548,9 @@ def layout_details(runs: Sequence[RunScores], name: str, title: str, metric_name
 
 def layout_series(runs: Sequence[RunScores], name: str, title: str, metric_name: str, occurrence: int = 0,
                   columns: Sequence[str] | None = None, where: dict[str, Any] | None = None, digits: int = 2,
-                  need_split: bool = False) -> Table:
-    """A figure's data: one row per metric row (its split values), one column per run and column."""
+                  need_split: bool = False, label_column: str | None = None) -> Table:
+    """A figure's data: one row per metric row (its split values, or its ``label_column``:
+    Koala's contextualisation score), one column per run and column."""
     where = where or {}
     categories: list[str] = []
     series: dict[str, dict[str, Any]] = {}
@@ -559,7 +560,9 @@ def layout_series(runs: Sequence[RunScores], name: str, title: str, metric_name:
         if need_split and not split:
             raise LayoutError(f"run {run.label!r}: metric {metric_name!r} is not split by any attribute; "
                               "a breakdown needs `by` (in the spec, or in this artifact to re-score)")
-        keys = row_keys(metric, split)  # every category labelled by all its row keys
+        keys = [label_column] if label_column else row_keys(metric, split)  # a category labelled by all its keys
+        if label_column:
+            _check_columns(metric, [label_column], run)
         head = "/".join(keys) or head
         cols = list(columns) if columns else value_columns(metric, split)
         _check_columns(metric, cols, run)
