@@ -420,6 +420,32 @@ def _part_checks(loaded: PaperFile, key: str, table: PaperTable) -> list[Problem
     return problems
 
 
+def _rescoring_checks(loaded: PaperFile, key: str, artifact: _Artifact) -> list[Problem]:
+    """``params`` name parameters of the artifact's metrics; ``row_labels`` name run labels."""
+    from benchc.compiler.metrics import METRIC_SCHEMAS
+
+    problems = []
+    parts = artifact.part if isinstance(artifact, PaperTable) else []
+    checked = [(f"{key}.params", artifact.metric, artifact.params)]
+    checked += [(f"{key}.part[{i}].params", part.metric or artifact.metric, part.params or {})
+                for i, part in enumerate(parts)]
+    for where, metric, params in checked:
+        if metric not in METRIC_SCHEMAS.names():
+            continue  # an unknown metric is named when the runs are scored
+        fields = sorted(METRIC_SCHEMAS.get(metric).model_fields)
+        for name in params:
+            if name not in fields:
+                problems.append(loaded.problem(f"{where}.{name}", f"metric {metric!r} has no parameter {name!r}",
+                                               hint=did_you_mean(name, fields) or f"its parameters: "
+                                                                                 f"{', '.join(fields)}"))
+    labels = sorted({r.label or r.id for r in loaded.paper.run})
+    for old in artifact.row_labels:
+        if old not in labels:
+            problems.append(loaded.problem(f"{key}.row_labels.{old}", f"no [[run]] is labelled {old!r}",
+                                           hint=did_you_mean(old, labels) or f"run labels: {', '.join(labels)}"))
+    return problems
+
+
 def _cross_checks(loaded: PaperFile) -> list[Problem]:
     paper, problems = loaded.paper, []
     ids = [r.id for r in paper.run]
@@ -442,6 +468,7 @@ def _cross_checks(loaded: PaperFile) -> list[Problem]:
                                                    hint=did_you_mean(run_id, ids) or f"runs: {', '.join(ids)}"))
             if isinstance(artifact, PaperTable):
                 problems += _part_checks(loaded, key, artifact)
+            problems += _rescoring_checks(loaded, key, artifact)
     if not paper.table and not paper.figure:
         problems.append(loaded.problem(
             "table", "the paper file lists no [[table]] and no [[figure]]",
@@ -641,6 +668,12 @@ def regenerate(loaded: PaperFile, runs: list[RunContext]) -> dict[str, tuple[str
                 raise PaperError(loaded.problem(f"{key}.{exc.key}" if exc.key else key, str(exc),
                                                 hint="check metric, columns, detail and by against the run's "
                                                      "scores.json")) from None
+            except ValidationError as exc:  # a `params` value the metric refuses when re-scoring
+                first = exc.errors()[0]
+                field = ".".join(str(p) for p in first["loc"])
+                raise PaperError(loaded.problem(f"{key}.params", f"re-scoring {artifact.metric!r}: {field}: "
+                                                f"{first['msg']}", hint="check the artifact's params against "
+                                                "the metric's (docs/reference.md)")) from None
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from benchc.cli import main
+from benchc.compiler.errors import BenchcError
 from benchc.runtime.report.tables import (ColumnPart, LayoutError, Provenance, RunScores, Table, layout_breakdown,
                                           layout_combined, layout_rows, read_csv, sorted_by, to_latex, to_markdown,
                                           with_average)
@@ -307,3 +308,34 @@ def test_reproduce_records_and_checks_a_combined_table(tmp_path: Path, capsys: p
     assert averages == sorted(averages)  # ascending, as asked
     for row in rows:
         assert float(row[3]) == pytest.approx((float(row[1]) + float(row[2])) / 2)
+
+
+def test_row_labels_rename_rows_with_a_note_and_rows_by_splits_a_combined_table(tmp_path: Path) -> None:
+    text = PAPER.format(runs=_runs_toml()).replace(
+        'sort = "Average"', 'sort = "Average"\nrow_labels = { blip2 = "BLIP-2 (stand-in)" }')
+    loaded = load_paper(_paper(tmp_path, text))
+    files = regenerate(loaded, [FakeRun(r) for r in loaded.paper.run])  # type: ignore[arg-type]
+    _, rows = read_csv(files["table2.csv"][2].decode())
+    assert [r[0] for r in rows] == ["BLIP-2 (stand-in)", "llava", "instructblip"]
+    assert "> 'BLIP-2 (stand-in)': the rows of run 'blip2'." in files["table2.md"][2].decode()
+    by_temperature = {"benchmark": {"name": "a/b", "version": "1"}, "manifest_digest": "d" * 64, "model": "m",
+                      "items": 2, "metrics": [{"name": "mmr3.all", "columns": ["temperature", "Acc"], "details": {},
+                                               "notes": [], "rows": [{"temperature": 0.2, "Acc": 10.0},
+                                                                     {"temperature": 1.0, "Acc": 20.0}]}]}
+    part = ColumnPart("QR", [scored("llava", by_temperature, ["temperature"])], "mmr3.all", columns=["Acc"])
+    table = layout_combined([part], "t", "t", rows_by=["temperature"])
+    assert table.columns == ["model", "temperature", "Acc"] and table.stub == 2
+    assert table.rows == [["llava", 0.2, 10.0], ["llava", 1.0, 20.0]]
+    with pytest.raises(LayoutError, match="not split by size"):
+        layout_combined([part], "t", "t", rows_by=["size"])
+
+
+def test_bad_params_and_row_labels_are_named_with_their_key(tmp_path: Path) -> None:
+    text = PAPER.format(runs=_runs_toml()).replace(
+        'sort = "Average"', 'sort = "Average"\nparams = { subsett = "failures" }\nrow_labels = { lava = "x" }')
+    with pytest.raises(BenchcError) as caught:
+        load_paper(_paper(tmp_path, text))
+    message = caught.value.render()
+    assert "table[0].params.subsett: metric 'mmr3.all' has no parameter 'subsett'" in message
+    assert "did you mean 'subset'?" in message
+    assert "table[0].row_labels.lava: no [[run]] is labelled 'lava'" in message and "did you mean 'llava'?" in message
