@@ -37,7 +37,8 @@ import benchc  # noqa: F401  (first: pins the math paths before torch, numpy and
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE",
-            "OPENCV_CPU_DISABLE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "BENCHC_NATIVE_MATH")
+            "OPENCV_CPU_DISABLE", "CT2_USE_MKL", "CT2_FORCE_CPU_ISA",
+            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "BENCHC_NATIVE_MATH")
 VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
 
 

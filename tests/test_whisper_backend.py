@@ -6,7 +6,10 @@ nor the thread count. Every model here is the local PyPI copy; nothing reaches a
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +19,7 @@ from benchc import api
 from benchc.compiler.errors import BackendError
 from benchc.compiler.ops.speech import synthesize
 from benchc.compiler.spec.models import Generation
+from benchc.mathpaths import _cpu_flags
 from benchc.runtime.backends import Request, make_backend
 from benchc.runtime.backends.whisper_ct2 import default_model
 from benchc.runtime.metrics.errors import Edits, edits, normalize_text
@@ -241,3 +245,17 @@ def test_compile_warns_once_per_node_when_clips_are_mostly_exact_zeros(tmp_path:
     (tmp_path / "spec.toml").write_text(floored)
     done = cli("compile", tmp_path / "spec.toml", "-o", tmp_path / "m2", "--cache", tmp_path / "c", check=True)
     assert "exact-zero samples" not in done.stderr
+
+
+def test_benchc_pins_ctranslate2_to_onednn_and_avx2_before_it_loads() -> None:
+    """benchc/mathpaths.py: under MKL (CTranslate2's default on Intel CPUs) an Intel Xeon's
+    transcripts of the example paper's clips were not the AMD EPYC's it was recorded on."""
+    code = ("import benchc, faster_whisper; from benchc.runtime.backends.whisper_ct2 import default_model; "
+            "faster_whisper.WhisperModel(str(default_model()), device='cpu', compute_type='int8', cpu_threads=1)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CT2_", "BENCHC_NATIVE"))}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "CT2_VERBOSE": "1"}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Use Intel MKL: false" in done.stderr and "GEMM_S8 backend: DNNL" in done.stderr, done.stderr
+    if "avx2" in _cpu_flags():
+        assert "Selected ISA: AVX2" in done.stderr, done.stderr

@@ -28,6 +28,17 @@ and beam sizes 1 and 5: in each of the four settings all 32 transcripts with 2 t
 with 1. Answers stored under one thread count therefore serve any other.
 tests/test_whisper_backend.py checks this again on a few clips.
 
+Math paths: CTranslate2 is not in the fingerprint's reach, so ``import benchc`` pins it
+(benchc/mathpaths.py): its GEMMs run on its bundled oneDNN capped at SSE4.1 (``CT2_USE_MKL=0``;
+by default it takes MKL on Intel CPUs and oneDNN on AMD ones) and its own kernels at AVX2
+(``CT2_FORCE_CPU_ISA``, where the CPU has AVX2). Measured 2026-12-07 on the demo's 95 clips: an
+Intel Xeon (AVX-512) under MKL gave other transcripts than the AMD EPYC the example paper was
+recorded on (its score heavy/hard 554.42 -> 541.7), and so did CTranslate2's AVX-512 or GENERIC
+kernels and an uncapped oneDNN; pinned, every artifact was the recorded bytes. The pin costs
+speed against native MKL (1.6 against 0.63 s of CPU per clip, int8, beam 5, 1 thread) and saves
+it against MKL under benchc's ``MKL_CBWR=COMPATIBLE`` (5.8-8.5 s). ``BENCHC_NATIVE_MATH=1``
+lifts it (transcripts not portable). Without MKL CTranslate2 has no ``int16`` compute type.
+
 Why beam 5 (same 32 clips, int8, a shared 2-core machine): word error rate on the 16 clean clips
 0.195 against 0.263 greedy, 0.549 under 10 dB noise with either, at about the same CPU
 (1.09 against 1.08 s per clip: the encoder dominates); float32 costs 1.4-1.7 s per clip for about
