@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .calibrate import Calibration
     from .compiler.diff import Diff
     from .preview import PreviewResult
-    from .runtime.diff_runs import RunsDiff
-    from .runtime.plan import StagePlan
+    from .runtime.report.diff_runs import RunsDiff
+    from .runtime.run.plan import StagePlan
     from .compiler.validate_data import DataReport
 
 from .defaults import DEFAULT_CACHE, DEFAULT_STORE
@@ -38,8 +38,8 @@ def validate(spec_path: Path | str, overrides: list[str] | None = None,
     """Check a spec (names, params, templates, backends, metrics, that the data files and folders
     its source names exist in the spec's folder or ``data_roots``) and report every problem at once."""
     from .runtime.backends import BACKENDS
-    from .runtime.embed import EMBEDDERS
-    from .runtime.metrics import METRICS
+    from .runtime.score.embed import EMBEDDERS
+    from .runtime.score.metrics import METRICS
 
     loaded = load_spec(spec_path, overrides)
     problems = ProblemList()
@@ -116,7 +116,7 @@ def _select_problems(loaded: Any) -> list[Problem]:
     """``[select]``'s models must be registered backends that do its task, and its embedder a
     registered one; checked by name, without loading anything."""
     from .runtime.backends import BACKENDS
-    from .runtime.embed import EMBEDDERS
+    from .runtime.score.embed import EMBEDDERS
 
     select = loaded.spec.select
     if select is None:
@@ -149,7 +149,7 @@ def compile(spec_path: Path | str, out_dir: Path | str, *, cache_dir: Path | str
     from .compiler.cas import ContentStore
     from .compiler.folders import own_folder
     from .compiler.diff.version import check_source_version, check_spec_version
-    from .runtime.model_client import RuntimeModelClient
+    from .runtime.score.model_client import RuntimeModelClient
 
     if check_version:
         check_spec_version(spec_path, overrides)
@@ -208,9 +208,9 @@ def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = No
         backends: dict[str, str] | None = None, progress: bool = True, text_only: bool = False,
         executor: str = "local", ray_address: str | None = None, verify: int = 0) -> list[Any]:
     """``verify``: ask that many answered requests again after the run and count those whose
-    answer differs (run.json's ``verify``; runtime/verify.py)."""
-    from .runtime.executor import ExecutorChoice
-    from .runtime.run import RunOptions, run_manifest
+    answer differs (run.json's ``verify``; runtime/run/verify.py)."""
+    from .runtime.run.executor import ExecutorChoice
+    from .runtime.run.core import RunOptions, run_manifest
 
     options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir), workers=workers,
                          backends=dict(backends or {}), progress=progress, text_only=text_only,
@@ -220,7 +220,7 @@ def run(manifest_dir: Path | str, run_dir: Path | str, *, model: str | None = No
 
 def parse_backends(values: list[str]) -> dict[str, str]:
     """``["STAGE=BACKEND", ...]`` (the CLI's ``--backend``) -> the ``backends`` of run/evaluate."""
-    from .runtime.overrides import parse_backend_overrides
+    from .runtime.run.overrides import parse_backend_overrides
 
     return parse_backend_overrides(values)
 
@@ -229,7 +229,7 @@ def score(run_dir: Path | str, manifest_dir: Path | str | None = None, *, cache_
           store_dir: Path | str = DEFAULT_STORE) -> dict[str, Any]:
     """Score a run; ``manifest_dir`` replaces the manifest the run recorded (same digest only).
     Metrics that look at media (CLIP scores) read them from ``cache_dir`` and ``store_dir``."""
-    from .runtime.score import score_run
+    from .runtime.score.core import score_run
 
     return score_run(Path(run_dir), Path(manifest_dir) if manifest_dir else None, cache_dir=Path(cache_dir),
                      store_dir=Path(store_dir))
@@ -238,7 +238,7 @@ def score(run_dir: Path | str, manifest_dir: Path | str | None = None, *, cache_
 def score_for_export(run_dir: Path | str, manifest_dir: Path | str | None = None, *,
                      cache_dir: Path | str = DEFAULT_CACHE, store_dir: Path | str = DEFAULT_STORE) -> tuple[Any, Any]:
     """``score``, with the metrics' results too (their per-unit values, which exports write)."""
-    from .runtime.score import score_results
+    from .runtime.score.core import score_results
 
     return score_results(Path(run_dir), Path(manifest_dir) if manifest_dir else None, cache_dir=Path(cache_dir),
                          store_dir=Path(store_dir))
@@ -251,8 +251,8 @@ def export_lm_eval(run_dir: Path | str, scores: dict[str, Any], results: list[An
     (``RUN/lm-eval/<model>/``: ``results_<datetime>.json``, one ``samples_<task>_<datetime>.jsonl``
     per task, the items' media); ``scores`` and ``results`` are what ``score_for_export``
     returned for it."""
-    from .runtime.export_lmeval import export_lm_eval as export
-    from .runtime.media import MediaSource
+    from .runtime.interop.export_lmeval import export_lm_eval as export
+    from .runtime.run.media import MediaSource
 
     source: MediaSource | None = None
 
@@ -268,7 +268,7 @@ def export_inspect(run_dir: Path | str, scores: dict[str, Any], manifest_dir: Pa
     """Write a scored run as an inspect-ai eval log (``RUN/inspect/<time>_<task>_<id>.json``, the
     JSON log format that ``inspect view`` and ``read_eval_log`` open); ``scores`` is what
     ``score`` returned for it."""
-    from .runtime.export_inspect import export_inspect as export
+    from .runtime.interop.export_inspect import export_inspect as export
 
     return export(Path(run_dir), scores, Path(manifest_dir) if manifest_dir else None)
 
@@ -281,8 +281,8 @@ def import_answers(manifest_dir: Path | str, answers: Path | str, run_dir: Path 
     inspect-ai logs),
     matched to the manifest's items by item id or rendered prompt (``runtime.import_answers``);
     ``score`` and ``report`` then read it as a run of ``run``."""
-    from .runtime.import_answers import ImportOptions
-    from .runtime.import_answers import import_answers as run_import
+    from .runtime.interop.import_answers import ImportOptions
+    from .runtime.interop.import_answers import import_answers as run_import
 
     options = ImportOptions(format=format, key=key, model=model, stage=stage, answer_column=answer_column,
                             id_column=id_column, allow_missing=allow_missing, ignore_unmatched=ignore_unmatched,
@@ -317,8 +317,8 @@ def reproduce(paper: Path | str, *, record: bool = False, check: bool = True, ma
     into the paper file, else (with ``check``) any drift raises CheckFailed (exit 1). With
     ``make``, a run whose folder is missing is compiled and run from its ``[run.make]`` recipe
     first (answers the response store holds are not asked again)."""
-    from .runtime.reproduce import check as check_drift
-    from .runtime.reproduce import reproduce as run_reproduce
+    from .runtime.reproduce.core import check as check_drift
+    from .runtime.reproduce.core import reproduce as run_reproduce
 
     def make_run(order: Any) -> None:
         _make_paper_run(order, progress)
@@ -345,7 +345,7 @@ def _make_paper_run(order: Any, progress: bool) -> None:
 
 def check_reproduction(result: Any, paper: Path | str) -> None:
     """Raise CheckFailed if ``reproduce(..., check=False)`` found drift."""
-    from .runtime.reproduce import check as check_drift
+    from .runtime.reproduce.core import check as check_drift
 
     check_drift(result, Path(paper))
 
@@ -366,8 +366,8 @@ def evaluate(spec_path: Path | str, out_dir: Path | str, *, model: str | None = 
              check_version: bool = True, verify: int = 0) -> Evaluation:
     """compile + run + score + report in one call. ``backends`` (stage id -> backend) and the
     executor are checked before anything is compiled."""
-    from .runtime.executor import ExecutorChoice
-    from .runtime.overrides import check_backend_overrides
+    from .runtime.run.executor import ExecutorChoice
+    from .runtime.run.overrides import check_backend_overrides
 
     ExecutorChoice(executor, ray_address)  # a typo or a missing Ray fails before the compile
     out = Path(out_dir)
@@ -389,7 +389,7 @@ def _check_stage_backends(spec: Any, model: str | None, backends: dict[str, str]
     """Build (not load) each stage's backend, so that a missing model folder, an unknown backend
     or a bad option fails before the compile, not after it."""
     from .runtime.backends import make_backend
-    from .runtime.run import RunOptions, stage_backend
+    from .runtime.run.core import RunOptions, stage_backend
 
     options = RunOptions(model=model, backends=backends)
     for stage in spec.stage:
@@ -534,7 +534,7 @@ def diff_runs(run_a: Path | str, run_b: Path | str, *, stage: str | None = None,
               seed: int = 0, examples: int = 5, manifest_a: Path | str | None = None,
               manifest_b: Path | str | None = None) -> RunsDiff:
     """Two runs compared item by item (``runtime.diff_runs.RunsDiff``)."""
-    from .runtime.diff_runs import diff_runs as compare_runs
+    from .runtime.report.diff_runs import diff_runs as compare_runs
 
     return compare_runs(Path(run_a), Path(run_b), stage=stage, resamples=resamples, seed=seed, examples=examples,
                         manifest_a=Path(manifest_a) if manifest_a else None,
@@ -545,8 +545,8 @@ def plan(manifest_dir: Path | str, *, model: str | None = None, cache_dir: Path 
          store_dir: Path | str = DEFAULT_STORE, backends: dict[str, str] | None = None,
          text_only: bool = False) -> list[StagePlan]:
     """What ``run`` would do, per stage: requests cached and to run (``runtime.plan``)."""
-    from .runtime.plan import plan_manifest
-    from .runtime.run import RunOptions
+    from .runtime.run.plan import plan_manifest
+    from .runtime.run.core import RunOptions
 
     options = RunOptions(model=model, cache_dir=Path(cache_dir), store_dir=Path(store_dir),
                          backends=dict(backends or {}), progress=False, text_only=text_only)
@@ -559,9 +559,9 @@ __all__ = ["validate", "compile", "run", "score", "report", "evaluate", "preview
 
 def export(manifest_dir: Path | str, out_dir: Path | str, fmt: str, *, cache_dir: Path | str = DEFAULT_CACHE,
            target: str | None = None, media: str = "files") -> Any:
-    """A manifest as fine-tuning conversations (``runtime/export.py``): ``ExportResult``."""
+    """A manifest as fine-tuning conversations (``runtime/interop/export.py``): ``ExportResult``."""
     from .compiler.cas import ContentStore
-    from .runtime.export import check_export_format, export as export_manifest
+    from .runtime.interop.export import check_export_format, export as export_manifest
 
     check_export_format(fmt)  # before anything is read: a typo is one line
     store = ContentStore(Path(cache_dir))

@@ -2,7 +2,7 @@
 
 A spec is compiled (into a scratch folder, as ``benchc preview`` does), a seeded sample of its
 groups is taken, and every image variant of those groups is measured against its record's
-original image (runtime/measures.py: SSIM, PSNR, colour and edge change). The variants are
+original image (runtime/score/measures.py: SSIM, PSNR, colour and edge change). The variants are
 grouped by the node that made them, the op(s) of their lineage, and their *setting*: the values
 of the parameters the spec sweeps (``{ grid = [...] }`` or ``{ choice = [...] }``) on the nodes of
 their lineage, e.g. ``corruption=gaussian_blur, severity=heavy``. Each group's distribution is
@@ -29,7 +29,7 @@ from .compiler.errors import BenchcError, Problem
 from .compiler.manifest import Manifest, read_manifest
 from .compiler.sweep import is_sweep
 from .preview import item_kind, manifest_rows, media_image, natural_key, original_media, source_records
-from .runtime.measures import DECIMALS, MEASURES, Measures, format_psnr, measure
+from .runtime.score.measures import DECIMALS, MEASURES, Measures, format_psnr, measure
 
 STATS = ("min", "median", "mean", "max")
 NO_SETTING = "-"

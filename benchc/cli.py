@@ -278,7 +278,7 @@ def run(manifest: Annotated[Path, typer.Argument(help="a compiled manifest folde
 
 def _verified(run_dir: Path) -> dict[str, Any] | None:
     """run.json's ``verify`` record of the run just written."""
-    from .runtime.runfolder import read_run_record
+    from .runtime.run.runfolder import read_run_record
 
     record = read_run_record(run_dir).verify
     return record.to_json() if record is not None else None

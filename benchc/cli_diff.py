@@ -67,7 +67,7 @@ def diff_runs(run_a: Annotated[Path, typer.Argument(help="a run folder")],
     """Compare two runs item by item: flipped items, per-measure paired differences with
     bootstrap confidence intervals, McNemar's test for binary measures."""
     from . import api
-    from .runtime.diff_runs import render_runs
+    from .runtime.report.diff_runs import render_runs
 
     _check_format(fmt)
     result = api.diff_runs(run_a, run_b, stage=stage, resamples=resamples, seed=seed, examples=examples,

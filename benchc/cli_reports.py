@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _list_coverage(paper: Path | None, fmt: str) -> None:
-    from benchc.runtime.paper_coverage import coverage, render
+    from benchc.runtime.reproduce.paper_coverage import coverage, render
 
     reports = coverage([paper] if paper is not None else [])
     if fmt == "json":

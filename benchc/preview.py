@@ -2,7 +2,7 @@
 
 Image items become a contact sheet (``contact_sheet.png``): the record's original image, then
 every variant, each captioned with its item id suffix, the attributes that vary across its group,
-its strength against the original (SSIM, PSNR, colour and edge change: runtime/measures.py,
+its strength against the original (SSIM, PSNR, colour and edge change: runtime/score/measures.py,
 measurements that never enter a digest) and the first line of its prompt; ``index.md`` lists the
 same measures to 4 decimals. Audio items become one WAV per variant (the stored bytes, so
 what you hear is what the model gets). Text items are listed in ``index.md``, which every
@@ -28,7 +28,7 @@ from .compiler.cas import ContentStore, CorruptObjectError
 from .compiler.errors import BenchcError, Problem
 from .compiler.manifest import Manifest, read_manifest
 from .compiler.media import load_image
-from .runtime.measures import Measures, format_psnr, measure
+from .runtime.score.measures import Measures, format_psnr, measure
 
 THUMB = 256
 """Largest side of a thumbnail on the contact sheet, in pixels."""
@@ -315,7 +315,7 @@ def index_text(item: str, group: str, manifest: Manifest, kind: str, entries: li
     measured = any(e.measures is not None for e in entries)
     if measured:
         lines += ["SSIM, PSNR (dB), colour (mean CIE76 delta E) and edge change (Sobel magnitudes of the luma) "
-                  "of each variant against the original (runtime/measures.py); measurements only, never in a "
+                  "of each variant against the original (runtime/score/measures.py); measurements only, never in a "
                   "digest.", ""]
     header = ["#", "item", "attrs", *(["text"] if kind == "text" else []),
               *(["SSIM", "PSNR", "colour", "edge"] if measured else []), "prompt", *(["file"] if files else [])]

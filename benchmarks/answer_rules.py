@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchc.compiler.spec.models import KIND_CORRECT, Answer
-from benchc.runtime.answers import extract, is_correct
+from benchc.runtime.score.answers import extract, is_correct
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "answers"

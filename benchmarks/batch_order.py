@@ -56,8 +56,8 @@ class Measured:
 def compile_requests(work: Path, backend: Any) -> list[Any]:
     """Each item's request, as ``benchc run`` builds it for the first stage."""
     from benchc import api
-    from benchc.runtime.run import build_requests
-    from benchc.runtime.runfolder import manifest_items, open_manifest
+    from benchc.runtime.run.core import build_requests
+    from benchc.runtime.run.runfolder import manifest_items, open_manifest
 
     requests: dict[str, Any] = {}  # by key: a prompt that two specs share is one request
     for spec_path in SPECS:
@@ -90,8 +90,8 @@ def build_model(folder: Path, width: int, layers: int) -> Path:
 
 
 def measure(backend: Any, requests: list[Any], order: str, work: Path, run: int) -> Measured:
-    from benchc.runtime.executor import execute
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.executor import execute
+    from benchc.runtime.run.store import ResponseStore
 
     batches: list[list[Any]] = []
     answer = backend.run_encoded  # what the executor calls for each batch (encoded ahead)

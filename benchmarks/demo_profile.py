@@ -119,7 +119,7 @@ def judge_baseline(run_dir: Path, store: Path, judge: str, clips: int) -> None:
 
     from benchc.compiler.spec.models import Generation
     from benchc.runtime.backends import make_backend
-    from benchc.runtime.media import MediaSource
+    from benchc.runtime.run.media import MediaSource
 
     responses = pl.read_parquet(run_dir / "responses.parquet").filter(pl.col("stage") == "speech").sort("item_id")
     media = MediaSource(store.parent / "cache", store)

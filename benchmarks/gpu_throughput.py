@@ -173,8 +173,8 @@ def import_benchc() -> None:
         benchc.__path__.append(str(ROOT))
     try:  # what the measured path imports, each with what it imports in turn
         import benchc.runtime.backends.hf
-        import benchc.runtime.executor
-        import benchc.runtime.run
+        import benchc.runtime.run.executor
+        import benchc.runtime.run.core
     except ModuleNotFoundError as exc:
         raise SystemExit(f"benchc's runtime imports {exc.name!r}, which is not installed here: install it "
                          "(on the H200, from a wheel: see the end of this script's docstring)") from None
@@ -450,9 +450,9 @@ def run_benchc(backend: Any, workload: Workload, shas: list[str], cache_dir: Pat
                device: Any) -> tuple[float, list[str]]:
     """What ``benchc run`` does for one stage once its backend is loaded (see ``run._run_stage``)."""
     from benchc.runtime.backends import Request
-    from benchc.runtime.executor import MediaSource, execute
-    from benchc.runtime.run import request_digest
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.executor import MediaSource, execute
+    from benchc.runtime.run.core import request_digest
+    from benchc.runtime.run.store import ResponseStore
 
     def stage() -> list[str]:
         fingerprint = backend.fingerprint()

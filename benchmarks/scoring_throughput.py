@@ -86,10 +86,10 @@ def main() -> None:
     import torch
 
     from benchc.compiler.metrics import MerlimRecognitionParams, MMR3Params
-    from benchc.runtime.embed import load_embedder
-    from benchc.runtime.metrics import METRICS, MetricInput
-    from benchc.runtime.metrics.base import ScoredItem
-    from benchc.runtime.metrics.text import spacy_pipeline, wordnet
+    from benchc.runtime.score.embed import load_embedder
+    from benchc.runtime.score.metrics import METRICS, MetricInput
+    from benchc.runtime.score.metrics.base import ScoredItem
+    from benchc.runtime.score.metrics.text import spacy_pipeline, wordnet
 
     print(f"cores: {os.cpu_count()}, torch threads: {torch.get_num_threads()}, load average: "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -134,7 +134,7 @@ def main() -> None:
     data = MetricInput(items, None, "synthetic")
     result, cold = timed("cold", lambda: metric.score(params, data))
     total = result.rows[-1]
-    from benchc.runtime.metrics.merlim import Nouns, Synonyms
+    from benchc.runtime.score.metrics.merlim import Nouns, Synonyms
 
     nouns = Nouns(Synonyms(params), COCO, [])
     _, parse = timed("parse", lambda: nouns.of(answers))

@@ -4,7 +4,7 @@ The compiler never imports the runtime. A model-backed op (``ModelOp`` in ``ops/
 splits its work in two pure halves, ``prompts`` (input -> the prompts to ask) and ``finish``
 (input + answers -> output); between them, the compiler hands every prompt of a node to a
 :class:`ModelClient` in one call, so the client can batch them on a GPU and answer repeats from
-its cache. ``benchc.api.compile`` passes the runtime's client (``runtime/model_client.py``): it
+its cache. ``benchc.api.compile`` passes the runtime's client (``runtime/score/model_client.py``): it
 builds backends from the same backend strings as ``benchc run`` and keeps every answer in the
 response store by request hash, so a recompile asks no model again and a killed compile resumes.
 

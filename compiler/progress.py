@@ -1,7 +1,7 @@
 """Progress of a long counted job (a compile's op tasks, a run's requests): rate, time left, and
 plain lines for logs.
 
-On a terminal the callers draw a rich bar (``benchc/api.py``, ``runtime/executor.py``); in a CI
+On a terminal the callers draw a rich bar (``benchc/api.py``, ``runtime/run/executor.py``); in a CI
 log or under nohup a bar is drawn nowhere, and a 58,000-item compile used to print nothing for
 half an hour. ``PlainProgress`` prints one line at most every ``every`` seconds instead (name,
 done/total, items/s, ETA), so a log shows the job is alive and when it should end.

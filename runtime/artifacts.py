@@ -100,7 +100,7 @@ class MetricResultRecord(Artifact):
 
 class Scores(Artifact):
     """``scores.json``: the benchmark and manifest scored, the model, the item count, the
-    scoring-rules version (``runtime/rules.py``; absent: 1) and each metric's result."""
+    scoring-rules version (``runtime/score/rules.py``; absent: 1) and each metric's result."""
 
     benchmark: LockBenchmark
     manifest_digest: str

@@ -13,7 +13,7 @@ import pytest
 
 from benchc import api
 from benchc.compiler.spec.models import Answer
-from benchc.runtime.answers import extract, is_correct
+from benchc.runtime.score.answers import extract, is_correct
 from conftest import SPECS
 from support import rule_backends  # noqa: F401  (registers the test-constant backend)
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from benchc.compiler.metrics import AccuracyParams, WorstCaseParams
 from benchc.compiler.spec.models import Answer
-from benchc.runtime.answers import answer_text, drop_echo, extract, is_correct
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
+from benchc.runtime.score.answers import answer_text, drop_echo, extract, is_correct
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
 
 LETTER = Answer(extract=["option_letter"], letters="ABCDEF")
 

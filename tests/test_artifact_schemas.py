@@ -20,7 +20,7 @@ from benchc.compiler.canonical import canonical_json
 from benchc.compiler.errors import BenchcError
 from benchc.compiler.manifest import ITEM_SCHEMA, ManifestModifiedError, lock_text, read_manifest
 from benchc.runtime.artifacts import SCHEMA_DIR, SCHEMAS, RunRecord, Scores, main, schema_texts
-from benchc.runtime.store import STORE_SCHEMA_VERSION, ResponseStore, StoreTooNewError
+from benchc.runtime.run.store import STORE_SCHEMA_VERSION, ResponseStore, StoreTooNewError
 from conftest import ROOT
 from test_run_plan import _spec  # also registers the test-echo backend
 
@@ -97,7 +97,7 @@ def test_a_compiled_manifest_and_a_scored_run_fit_their_models_byte_for_byte(sco
     for name, model in (("run.json", RunRecord), ("scores.json", Scores)):
         raw = (scored["run"] / name).read_text(encoding="utf-8")
         assert json.dumps(model.model_validate(json.loads(raw)).to_json(), indent=2, sort_keys=True) + "\n" == raw
-    from benchc.runtime.rules import RULES_VERSION
+    from benchc.runtime.score.rules import RULES_VERSION
 
     assert json.loads((scored["run"] / "scores.json").read_text())["rules"] == RULES_VERSION
 

@@ -21,8 +21,8 @@ from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Backend, Request, Response, make_backend
 from benchc.runtime.backends.base import MediaLoader
 from benchc.runtime.backends.hf_batching import batch_order, image_areas, pack_groups
-from benchc.runtime.executor import execute
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.executor import execute
+from benchc.runtime.run.store import ResponseStore
 from support.tiny_families import FAMILIES
 from support.tiny_vlm import build_tiny_llava
 

@@ -24,7 +24,7 @@ from benchc.cli import main
 from benchc.runtime.backends.base import Choices
 from benchc.runtime.backends.hf_loglik import chosen, encode_pair
 from benchc.runtime.backends.local_model import model_digest
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.store import ResponseStore
 from conftest import ROOT, SPECS
 from support.tiny_llm import build_tiny_llm
 
@@ -419,7 +419,7 @@ def test_a_backend_that_cannot_score_choices_is_refused_before_any_request(tmp_p
 
 
 def test_choices_enter_the_request_key_and_not_other_stages_specs(tmp_path: Path) -> None:
-    from benchc.runtime.run import request_digest
+    from benchc.runtime.run.core import request_digest
 
     base = dict(fingerprint={"b": 1}, task="choice-loglik", generation=None, prompt="Q", system=None, media=[],
                 sample=0)

@@ -1,4 +1,4 @@
-"""CLIP embeddings (runtime/clip_embed.py) on a tiny random CLIP built offline: unit-norm float32
+"""CLIP embeddings (runtime/score/clip_embed.py) on a tiny random CLIP built offline: unit-norm float32
 rows, determinism, one embedding per distinct text or image, fingerprints, early failures."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchc.compiler.errors import BackendError
-from benchc.runtime.clip_embed import ClipEmbedder, load_clip
+from benchc.runtime.score.clip_embed import ClipEmbedder, load_clip
 
 from support.model_folders import copy_with
 from support.tiny_clip import build_tiny_clip

@@ -94,10 +94,10 @@ def test_one_opencv_wheel() -> None:
 
 def test_kornia_measures_strength_and_never_enters_a_digest() -> None:
     """kornia is back (issue 31): its SSIM, PSNR, colour and edge measures describe how strong a
-    perturbation is (runtime/measures.py); no compiler module, which makes the digested pixels,
+    perturbation is (runtime/score/measures.py); no compiler module, which makes the digested pixels,
     imports it."""
     core, _ = _declared()
     files = _imported_modules().get("kornia", set())
-    assert "kornia" in core and "runtime/measures.py" in files
+    assert "kornia" in core and "runtime/score/measures.py" in files
     assert not [f for f in files if f.startswith("compiler/")]
     assert re.search(r"^kornia==", (ROOT / "requirements.lock").read_text(), flags=re.MULTILINE)

@@ -16,7 +16,7 @@ from scipy.stats import binomtest, chi2
 
 from benchc import api
 from benchc.cli import main
-from benchc.runtime.diff_runs import mcnemar, paired_bootstrap
+from benchc.runtime.report.diff_runs import mcnemar, paired_bootstrap
 from support import rule_backends  # noqa: F401  (registers the test-echo backend)
 from test_run_plan import _spec
 

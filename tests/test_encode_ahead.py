@@ -15,9 +15,9 @@ from benchc.compiler.errors import BackendError, Problem
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Backend, BackendSpec, Request, Response
 from benchc.runtime.backends.base import BatchFailures, MediaLoader
-from benchc.runtime.executor import execute
-from benchc.runtime.media import MediaSource
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.executor import execute
+from benchc.runtime.run.media import MediaSource
+from benchc.runtime.run.store import ResponseStore
 
 
 class Ahead(Backend):

@@ -1,4 +1,4 @@
-"""`benchc score RUN --format inspect` (runtime/export_inspect.py): an inspect-ai eval log in the
+"""`benchc score RUN --format inspect` (runtime/interop/export_inspect.py): an inspect-ai eval log in the
 JSON format inspect-ai 0.3.285 writes, shaped as the real log in tests/fixtures/peers/inspect_ai
 (same keys where benchc has the facts, same types, same top-level order), with benchc's digests
 added; the sample scores are benchc's correctness of each answer, the results are scores.json's
@@ -19,9 +19,9 @@ import pytest
 
 from benchc.compiler.errors import RunError
 from benchc.compiler.spec.models import Answer
-from benchc.runtime import export_inspect as module
-from benchc.runtime.answers import extract, is_correct
-from benchc.runtime.export_inspect import InspectExport, base57_id, export_inspect
+from benchc.runtime.interop import export_inspect as module
+from benchc.runtime.score.answers import extract, is_correct
+from benchc.runtime.interop.export_inspect import InspectExport, base57_id, export_inspect
 from support.hashed_answers import SPEC, World, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from benchc.compiler.media import image_identity
-from benchc.runtime.answers import extract
+from benchc.runtime.score.answers import extract
 from benchc.compiler.spec.models import Answer
 from support.hashed_answers import World, run_cli
 

@@ -18,8 +18,8 @@ from benchc.compiler.errors import SpecError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import BACKENDS, Backend, Request, Response, make_backend
 from benchc.runtime.backends.base import MediaLoader
-from benchc.runtime.run import request_digest
-from benchc.runtime.settings import backend_for, setting_groups
+from benchc.runtime.run.core import request_digest
+from benchc.runtime.run.settings import backend_for, setting_groups
 from conftest import SPECS, cli
 
 

@@ -228,7 +228,7 @@ def _inspect_header(log: Path) -> dict[str, Any]:
         return dict(json.loads(log.read_text()))
     import zipfile
 
-    from benchc.runtime.harness_logs import zip_member
+    from benchc.runtime.interop.harness_logs import zip_member
 
     data = log.read_bytes()
     with zipfile.ZipFile(log) as archive:
@@ -236,7 +236,7 @@ def _inspect_header(log: Path) -> dict[str, Any]:
 
 
 def test_the_two_inspect_logs_hold_the_same_answers(peers: Peers, tmp_path: Path) -> None:
-    from benchc.runtime.answer_files import ImportOptions, read_answers
+    from benchc.runtime.interop.answer_files import ImportOptions, read_answers
 
     [a, b] = [read_answers(p, ImportOptions()).rows for p in INSPECT]
     assert [(r.key, r.texts, r.target) for r in a] == [(r.key, r.texts, r.target) for r in b] and len(a) == 10
@@ -274,7 +274,7 @@ GSM8K = next(PEERS.glob("lm_eval/completions/*/samples_gsm8k_local_*.jsonl"))
 
 
 def test_one_filter_is_read_and_named(tmp_path: Path) -> None:
-    from benchc.runtime.answer_files import ImportOptions, read_answers
+    from benchc.runtime.interop.answer_files import ImportOptions, read_answers
 
     first = read_answers(GSM8K, ImportOptions(key="prompt"))
     assert len(first.rows) == 10 and first.note is not None
@@ -336,7 +336,7 @@ def test_an_unknown_filter_is_refused(peers: Peers, capsys: pytest.CaptureFixtur
 
 def test_an_inspect_log_read_by_copy_needs_no_inspect(tmp_path: Path) -> None:
     """The .eval reader is benchc's own (zstandard and a zip member reader): a copy elsewhere reads."""
-    from benchc.runtime.answer_files import ImportOptions, read_answers
+    from benchc.runtime.interop.answer_files import ImportOptions, read_answers
 
     [log] = [p for p in INSPECT if p.suffix == ".eval"]
     copy = tmp_path / "x.eval"

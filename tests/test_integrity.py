@@ -34,7 +34,7 @@ from benchc.compiler.manifest import (ITEM_SCHEMA, ManifestModifiedError, items_
 from benchc.compiler.media import load_image, png_bytes, put_image, wav_bytes
 from benchc.runtime.backends import BACKENDS, Backend, Request, Response
 from benchc.runtime.backends.base import MediaLoader
-from benchc.runtime.executor import MediaSource
+from benchc.runtime.run.executor import MediaSource
 from conftest import SPECS
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")

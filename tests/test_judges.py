@@ -1,4 +1,4 @@
-"""Judges (runtime/judges.py, runtime/metrics/judge.py): parsers, the response store (a rescore
+"""Judges (runtime/score/judges.py, runtime/score/metrics/judge.py): parsers, the response store (a rescore
 asks nothing twice; another template is asked anew), unreadable answers, two judges' agreement,
 and ``benchc score`` end to end, against the rule server. Every number is worked out by hand in
 the comments."""
@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from benchc.compiler.metrics import Judge, JudgeParams
 from benchc.rule_server import RuleServer, served
-from benchc.runtime.judges import Case, parse, prompts
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.model_client import RuntimeModelClient
+from benchc.runtime.score.judges import Case, parse, prompts
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.model_client import RuntimeModelClient
 from specfiles import questions_spec
 from conftest import ROOT, cli
 
@@ -253,7 +253,7 @@ def test_koala_contextualization_with_a_rule_judge(tmp_path: Path) -> None:
     ("Rating: 7. Reason: 3 issues", None), ("Score: 2 out of 5", None), ("4.5", None), ("11", None), ("", None),
 ])
 def test_a_scale_is_read_only_when_one_number_is_the_rating(answer: str, expected: int | None) -> None:
-    from benchc.runtime.judges import read_scale
+    from benchc.runtime.score.judges import read_scale
 
     assert read_scale(answer, 1, 10) == expected
 
@@ -263,6 +263,6 @@ def test_a_scale_is_read_only_when_one_number_is_the_rating(answer: str, expecte
     ("Perhaps.", None), ("There is no dog", None),
 ])
 def test_a_yes_no_judge_never_reads_a_hedge_as_yes(answer: str, expected: str | None) -> None:
-    from benchc.runtime.judges import read_yes_no
+    from benchc.runtime.score.judges import read_yes_no
 
     assert read_yes_no(answer) == expected

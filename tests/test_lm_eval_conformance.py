@@ -17,7 +17,7 @@ import yaml
 from benchc.compiler.lm_eval_rules import answer_rule, correct_table
 from benchc.compiler.metrics import AccuracyParams
 from benchc.compiler.spec.models import Answer
-from benchc.runtime.answers import extract, is_correct
+from benchc.runtime.score.answers import extract, is_correct
 from conftest import ROOT
 
 PEERS = ROOT / "tests" / "fixtures" / "peers"

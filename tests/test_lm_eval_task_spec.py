@@ -267,7 +267,7 @@ def test_each_filter_pipeline_reads_as_lm_evals_own_filters(name: str) -> None:
     benchc's no answer, wrong against any target either way."""
     from benchc.compiler.lm_eval_rules import answer_rule
     from benchc.compiler.spec.models import Answer
-    from benchc.runtime.answers import NO_ANSWER, extract
+    from benchc.runtime.score.answers import NO_ANSWER, extract
 
     fixture = json.loads(FILTER_OUTPUTS.read_text())
     pipeline = fixture["pipelines"][name]

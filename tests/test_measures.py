@@ -1,4 +1,4 @@
-"""Perturbation strength measures (runtime/measures.py, kornia): SSIM, PSNR, colour and edge change
+"""Perturbation strength measures (runtime/score/measures.py, kornia): SSIM, PSNR, colour and edge change
 of a variant against its original, shown by `benchc preview` and summarised by `benchc calibrate`.
 Measurements only: never in a digest."""
 
@@ -19,8 +19,8 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from benchc.calibrate import sample_groups
 from benchc.preview import INDEX_FILE, manifest_rows, natural_key, original_media, source_records
-from benchc.runtime import measures
-from benchc.runtime.measures import Measures, measure
+from benchc.runtime.score import measures
+from benchc.runtime.score.measures import Measures, measure
 
 CORRUPTIONS = SPECS / "examples" / "image_corruptions.toml"
 TEXT = SPECS / "mmcbench" / "text_corruptions_generated.toml"

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from benchc.compiler.metrics import MMCBenchParams, MMR3Params
-from benchc.runtime.embed import load_embedder
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.metrics.mmr3 import clean_literal, clean_words, harmonic
+from benchc.runtime.score.embed import load_embedder
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.metrics.mmr3 import clean_literal, clean_words, harmonic
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from benchc import api
 from benchc.compiler.errors import BenchcError, SpecError
 from benchc.compiler.metrics import METRIC_SCHEMAS, DirectionParams
-from benchc.runtime.metrics import METRICS, MetricInput, MetricResult
-from benchc.runtime.metrics.base import ScoredItem
+from benchc.runtime.score.metrics import METRICS, MetricInput, MetricResult
+from benchc.runtime.score.metrics.base import ScoredItem
 from conftest import SPECS
 
 

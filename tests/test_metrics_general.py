@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from benchc.compiler.metrics import AgreementParams, FlipRateParams, WorstCaseParams
-from benchc.runtime.embed import Embedder
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.metrics.text import bootstrap_ratio
+from benchc.runtime.score.embed import Embedder
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.metrics.text import bootstrap_ratio
 
 
 def item(group: str, k: int, response: str, targets: list[str] | None = None, **attrs: str) -> ScoredItem:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from benchc.compiler.metrics import KoalaParams
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.metrics.koala import BagOfWords, acknowledged, bow_score
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.metrics.koala import BagOfWords, acknowledged, bow_score
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from benchc.compiler.metrics import MerlimCountingParams, MerlimRecognitionParams, MerlimRelationsParams
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.metrics.merlim import Nouns, Synonyms
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.metrics.merlim import Nouns, Synonyms
 from conftest import SPECS
 
 
@@ -196,8 +196,8 @@ def test_relations_and_counting_through_compile_and_score(tmp_path: Path) -> Non
     metrics and two stages; a run folder of made-up answers; score_run reads both stages and
     MERLIM's mapping targets."""
     from benchc import api
-    from benchc.runtime.runfolder import write_run_folder
-    from benchc.runtime.score import score_run
+    from benchc.runtime.run.runfolder import write_run_folder
+    from benchc.runtime.score.core import score_run
 
     overrides = ['stage=[{id="count"}, {id="follow_up", input="count"}]',
                  'metric=[{name="merlim.relations", stage="count", image_attr="image", original=["original"]}, '

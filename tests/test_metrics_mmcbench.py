@@ -8,9 +8,9 @@ import pytest
 
 from benchc.compiler.errors import BenchcError
 from benchc.compiler.metrics import MMCBenchCrossParams, MMCBenchParams
-from benchc.runtime.embed import Embedder
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
+from benchc.runtime.score.embed import Embedder
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
 
 
 def unit(*values: float) -> np.ndarray:
@@ -123,7 +123,7 @@ def test_whisper_normaliser_is_the_published_one() -> None:
     """MMCBench's speech2text evaluate.py normalises transcriptions with
     WhisperTokenizer._normalize: transformers' EnglishTextNormalizer with the hub's English
     spelling mapping (here from whisper-normalizer: openai-whisper's english.json)."""
-    from benchc.runtime.metrics.mmcbench import normalize_output
+    from benchc.runtime.score.metrics.mmcbench import normalize_output
 
     assert normalize_output("whisper", "Mr. Smith's colour: twenty-one dollars!") == "mister smith is color $21"
     assert normalize_output("whisper", "  I won't go [inaudible] at 3pm.") == "i will not go at 3 pm"

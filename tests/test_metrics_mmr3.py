@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from benchc.compiler.metrics import MMR3Params
-from benchc.runtime.embed import Embedder
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
+from benchc.runtime.score.embed import Embedder
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
 
 # Three unit vectors with the paper's pairwise similarities: columbia . north face = 0.27,
 # columbia . no = 0.14, north face . no = 0.24 (rows of the Cholesky factor of their Gram matrix).

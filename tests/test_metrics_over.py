@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from benchc.compiler.metrics import ConsistencyParams, FlipRateParams
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
 
 
 def item(group: str, k: int, response: str, **attrs: Any) -> ScoredItem:

@@ -10,7 +10,7 @@ from benchc import api
 from benchc.compiler.errors import SpecError
 from benchc.compiler.metrics import METRIC_SCHEMAS, MMR3Params, metric_stage_problems
 from benchc.compiler.spec.models import Spec
-from benchc.runtime.metrics import METRICS
+from benchc.runtime.score.metrics import METRICS
 from conftest import SPECS
 
 RELATIONS = SPECS / "merlim" / "relationships_curated.toml"

@@ -8,9 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from benchc.compiler.metrics import METRIC_SCHEMAS, CerParams, WerParams
-from benchc.runtime.metrics import METRICS, MetricInput
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.metrics.errors import lower_strip
+from benchc.runtime.score.metrics import METRICS, MetricInput
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.metrics.errors import lower_strip
 
 
 def item(group: str, k: int, responses: str | tuple[str, ...], target: str | None, **attrs: str) -> ScoredItem:

@@ -269,7 +269,7 @@ def test_the_fingerprint_needs_no_server_and_holds_settings_never_the_key(server
 
 def test_the_server_is_asked_about_its_model_once_when_a_request_is_sent(
         server: FakeServer, key_env: None, caplog: pytest.LogCaptureFixture) -> None:
-    from benchc.runtime.settings import backend_for
+    from benchc.runtime.run.settings import backend_for
 
     oa = backend(server)
     assert oa.served() is None
@@ -711,7 +711,7 @@ correct = "exact"
 def test_verify_asks_again_and_counts_the_answers_that_differ(tmp_path: Path, server: FakeServer,
                                                               caplog: pytest.LogCaptureFixture,
                                                               random_answers: bool) -> None:
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.store import ResponseStore
     from specfiles import QUESTION_NODE, write_rows_spec
 
     spec = write_rows_spec(tmp_path / "spec", "verify", VERIFY_ROWS, QUESTION_NODE)
@@ -746,7 +746,7 @@ def test_verify_asks_again_and_counts_the_answers_that_differ(tmp_path: Path, se
 
 
 def test_verify_chooses_the_same_requests_for_the_same_n() -> None:
-    from benchc.runtime.verify import chosen
+    from benchc.runtime.run.verify import chosen
 
     keys = [f"{i:064x}" for i in range(50)]
     assert chosen(keys, 5) == chosen(list(reversed(keys)), 5) and len(chosen(keys, 5)) == 5
@@ -758,9 +758,9 @@ def test_a_ctrl_c_keeps_the_answers_the_server_sent(server: FakeServer, key_env:
     had sent); they are stored, and only the requests still unanswered are asked again."""
     import _thread
 
-    from benchc.runtime.executor import execute
-    from benchc.runtime.media import MediaSource
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.executor import execute
+    from benchc.runtime.run.media import MediaSource
+    from benchc.runtime.run.store import ResponseStore
 
     oa = backend(server, "concurrency=4")
     server.plan = [("echo",), ("echo",), ("stall", 30.0), ("stall", 30.0)]

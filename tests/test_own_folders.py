@@ -9,7 +9,7 @@ import pytest
 
 from benchc.compiler.errors import RunError
 from benchc.compiler.folders import MARKERS, own_folder
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.store import ResponseStore
 from conftest import SPECS, cli
 
 PARAPHRASE = SPECS / "examples" / "paraphrase.toml"

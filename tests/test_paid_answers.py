@@ -41,8 +41,8 @@ from benchc.compiler.errors import BackendError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
 from benchc.runtime.backends import openai_compat
-from benchc.runtime.executor import execute
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.executor import execute
+from benchc.runtime.run.store import ResponseStore
 from conftest import ROOT
 from specfiles import TABLE, text_table_spec, write_mini
 from support.local_server import LocalServer, QuietHandler

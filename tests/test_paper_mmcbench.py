@@ -22,8 +22,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchc.runtime.embed import load_embedder
-from benchc.runtime.metrics.errors import normalize_text
+from benchc.runtime.score.embed import load_embedder
+from benchc.runtime.score.metrics.errors import normalize_text
 from support.papers import reproduce_fresh, table
 
 COLUMNS = {("hard", "heavy"): "Hard Heavy/score", ("hard", "light"): "Hard Light/score",

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchc.runtime.embed import load_embedder
+from benchc.runtime.score.embed import load_embedder
 from benchc.runtime.report.tables import read_csv
 from support.papers import numbers, reproduce_fresh, table
 

@@ -98,10 +98,10 @@ def test_a_compile_logs_plain_lines_when_stderr_is_not_a_terminal(capsys: pytest
 def test_a_run_logs_plain_lines_when_stderr_is_not_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from benchc.compiler.spec.models import Generation
-    from benchc.runtime import executor
+    from benchc.runtime.run import executor
     from benchc.runtime.backends import Backend, BackendSpec, Request, Response
-    from benchc.runtime.media import MediaSource
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.media import MediaSource
+    from benchc.runtime.run.store import ResponseStore
 
     class Echo(Backend):
         name = "test-echo"

@@ -28,12 +28,12 @@ from benchc.cli import main
 from benchc.compiler.errors import BackendError, RunError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import BackendSpec, Request, Response, make_backend
-from benchc.runtime.executor import LOCAL, ExecutorChoice, MediaSource
-from benchc.runtime.ledger import Ledger
-from benchc.runtime.ray_executor import (BackendActor, _check_actors, _dispatch, _result, _start_actors,
+from benchc.runtime.run.executor import LOCAL, ExecutorChoice, MediaSource
+from benchc.runtime.run.ledger import Ledger
+from benchc.runtime.run.ray_executor import (BackendActor, _check_actors, _dispatch, _result, _start_actors,
                                          actor_spec, check_resources, ray_session, uses_cuda)
-from benchc.runtime.run import RunOptions
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.core import RunOptions
+from benchc.runtime.run.store import ResponseStore
 from support.stored import stored_responses
 from conftest import ROOT, cli_process as cli  # this process is a Ray driver already: the CLI joins as another
 from specfiles import write_mini

@@ -17,7 +17,7 @@ from benchc.compiler.errors import BenchcError
 from benchc.runtime.report.tables import (ColumnPart, LayoutError, Provenance, RunScores, Table, layout_breakdown,
                                           layout_combined, layout_rows, read_csv, sorted_by, to_latex, to_markdown,
                                           with_average)
-from benchc.runtime.reproduce import Paper, PaperRun, load_paper, regenerate
+from benchc.runtime.reproduce.core import Paper, PaperRun, load_paper, regenerate
 
 TASKS = {"rephrasing": "mm-r3/question-rephrasing", "restyling": "mm-r3/image-restyling",
          "context": "mm-r3/context-reasoning"}

@@ -16,7 +16,7 @@ from benchc import api
 from benchc.cli import main
 from benchc.runtime.report.plots import normalized, render
 from benchc.runtime.report.tables import Provenance, Table, footer_lines, read_csv, to_csv, to_latex, to_markdown
-from benchc.runtime.reproduce import Paper, cell_diff, recorded_text
+from benchc.runtime.reproduce.core import Paper, cell_diff, recorded_text
 from support.scores_run import scores_run
 
 DIGEST = "ab" * 32
@@ -162,7 +162,7 @@ def test_a_paper_whose_run_folder_is_missing(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_the_example_papers_are_valid() -> None:
-    from benchc.runtime.reproduce import load_paper
+    from benchc.runtime.reproduce.core import load_paper
 
     papers = sorted((Path(__file__).resolve().parents[1] / "papers").glob("*.toml"))
     assert papers

@@ -12,10 +12,10 @@ import pytest
 
 from benchc import api
 from benchc.compiler.metrics import AgreementParams, MMCBenchCrossParams, MMCBenchParams, MMR3Params
-from benchc.runtime.embed import Embedder
-from benchc.runtime.metrics import METRICS, MetricInput, MetricResult
-from benchc.runtime.metrics.base import ScoredItem
-from benchc.runtime.score import _result_json
+from benchc.runtime.score.embed import Embedder
+from benchc.runtime.score.metrics import METRICS, MetricInput, MetricResult
+from benchc.runtime.score.metrics.base import ScoredItem
+from benchc.runtime.score.core import _result_json
 from support.scores_run import scores_run
 
 YES_NO = 0.73  # cos("Yes.", "No.") under all-MiniLM-L6-v2, as MM-R3's follow-up code embeds them
@@ -164,7 +164,7 @@ def test_an_empty_set_of_pairs_has_no_score_and_the_report_says_n_a(tmp_path: Pa
 def test_with_the_real_minilm_yes_and_no_pass_the_threshold_and_the_note_says_so() -> None:
     """The case behind the note, measured: all-MiniLM-L6-v2 (MM-R3's follow-up code's embedder)
     puts "Yes." and "No." at cosine 0.73, so Con counts them as consistent."""
-    from benchc.runtime.embed import load_embedder
+    from benchc.runtime.score.embed import load_embedder
 
     items = [ScoredItem("q#0", "q", {}, {"answer": ["yes"]}, ("Yes.",)),
              ScoredItem("q#1", "q", {}, {"answer": ["yes"]}, ("No.",))]

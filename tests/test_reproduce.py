@@ -17,7 +17,7 @@ from benchc import api
 from benchc.cli import main
 from benchc.compiler.canonical import digest_file
 from benchc.runtime.report.tables import read_csv
-from benchc.runtime.rules import RULES_VERSION
+from benchc.runtime.score.rules import RULES_VERSION
 from conftest import ROOT
 from specfiles import MINI_SPEC, TABLE, write_mini
 from support.demo import Demo

@@ -1,4 +1,4 @@
-"""The scoring-rules version (runtime/rules.py): pinned to what the rules do, written into every
+"""The scoring-rules version (runtime/score/rules.py): pinned to what the rules do, written into every
 scores.json, and named by diff-runs when two runs were scored under different versions."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchc.runtime import rules
-from benchc.runtime.diff_runs import _rules_note
-from benchc.runtime.rules import RULES_VERSION, rules_change, rules_digest
+from benchc.runtime.score import rules
+from benchc.runtime.report.diff_runs import _rules_note
+from benchc.runtime.score.rules import RULES_VERSION, rules_change, rules_digest
 from benchc.compiler.similarity import IDENTICAL, cosine, fmean, row_cosines
 
 # The fingerprint of each scoring-rules version; a new version adds its entry (never edit one).
@@ -26,7 +26,7 @@ def test_the_rules_version_is_pinned_to_what_the_rules_do() -> None:
     assert RULES_VERSION in RULES_GOLDEN, "a new RULES_VERSION needs its fingerprint in RULES_GOLDEN"
     assert rules_digest() == RULES_GOLDEN[RULES_VERSION], (
         "the scoring rules changed (a metric default, a correctness rule, an extraction step): bump "
-        "runtime/rules.py RULES_VERSION, add its digest to RULES_GOLDEN and record the change in CHANGELOG.md")
+        "runtime/score/rules.py RULES_VERSION, add its digest to RULES_GOLDEN and record the change in CHANGELOG.md")
 
 
 @pytest.mark.parametrize("change", ["metric default", "answer rule", "extraction step"])
@@ -36,11 +36,11 @@ def test_a_changed_default_or_rule_changes_the_fingerprint(change: str, monkeypa
         fields = rules.METRIC_SCHEMAS.get("general.worst_case").model_fields
         monkeypatch.setattr(fields["correct"], "default", "substring")
     elif change == "answer rule":
-        from benchc.runtime import answers
+        from benchc.runtime.score import answers
         real = answers.is_correct
         monkeypatch.setattr(answers, "is_correct", lambda a, t, how="normalized", prompt="": real(a, t, "substring"))
     else:
-        from benchc.runtime import answers
+        from benchc.runtime.score import answers
         monkeypatch.setattr(answers, "_first_line", lambda text: text.strip())
     assert rules_digest() != before
 

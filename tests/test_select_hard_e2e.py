@@ -96,7 +96,7 @@ params.corruption = {{ grid = ["gaussian_noise", "time_mask"] }}
 
 
 def test_each_answer_is_embedded_alone_so_its_vector_ignores_the_other_texts() -> None:
-    from benchc.runtime.embed import load_embedder
+    from benchc.runtime.score.embed import load_embedder
 
     embedder = load_embedder("minilm")
     alone = embedder.encode_each(["a cat"])[0]

@@ -11,8 +11,8 @@ import pytest
 
 from benchc.compiler.numbers import first_number, whole_integer
 from benchc.compiler.spec.models import Spec
-from benchc.runtime.run import build_requests
-from benchc.runtime.store import StoredResponse
+from benchc.runtime.run.core import build_requests
+from benchc.runtime.run.store import StoredResponse
 from conftest import SPECS, cli
 from support.tiny_vlm import build_tiny_llava
 

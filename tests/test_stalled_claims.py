@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from benchc.runtime.backends import Request
-from benchc.runtime.ledger import Ledger
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.ledger import Ledger
+from benchc.runtime.run.store import ResponseStore
 
 LEASE = 0.4
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchc.compiler.errors import RunError
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.store import ResponseStore
 
 ANSWERS = [(f"{i:064x}", "text", text, None) for i, text in
            enumerate(["Paris", "The capital of France is Paris.", "Ünïcödé ✓", "", "yes\nno"])]

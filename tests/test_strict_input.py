@@ -215,7 +215,7 @@ def test_a_full_disk_in_a_worker_process_is_one_line(tmp_path: Path) -> None:
 
 def _damaged_store(root: Path, pages: range) -> list[str]:
     """A response store whose database has ``pages`` overwritten; returns its keys."""
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.store import ResponseStore
 
     store = ResponseStore(root)
     keys = [f"k{i:05d}" for i in range(3000)]
@@ -233,7 +233,7 @@ def _damaged_store(root: Path, pages: range) -> list[str]:
 def test_a_damaged_response_store_is_one_clear_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """Pages of the data damaged: the store opens, a read fails."""
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.store import ResponseStore
 
     store = tmp_path / "store"
     keys = _damaged_store(store, range(60, 120))
@@ -252,7 +252,7 @@ def test_a_damaged_response_store_is_one_clear_message(tmp_path: Path, monkeypat
 def test_a_store_that_cannot_open_its_damaged_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Pages of the schema damaged: the store's own error (it cannot open), with the advice."""
-    from benchc.runtime.store import ResponseStore
+    from benchc.runtime.run.store import ResponseStore
 
     store = tmp_path / "store"
     _damaged_store(store, range(1, 20))

@@ -16,7 +16,7 @@ import torch
 from benchc.compiler.errors import BackendError
 from benchc.compiler.spec.models import Generation
 from benchc.runtime.backends import Request, make_backend
-from benchc.runtime.store import ResponseStore
+from benchc.runtime.run.store import ResponseStore
 from PIL import Image
 from support.refusals import assert_refused
 

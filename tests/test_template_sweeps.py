@@ -106,7 +106,7 @@ def test_a_system_sweep_and_a_generation_sweep_multiply_in_one_segment_order(tmp
 
 def test_request_keys_differ_per_template_by_the_rendered_prompt_alone(tmp_path: Path) -> None:
     from benchc.compiler.spec.models import Generation
-    from benchc.runtime.run import request_digest
+    from benchc.runtime.run.core import request_digest
 
     items = _compile(_spec(tmp_path), tmp_path / "m")
     keys = {request_digest({"backend": "echo"}, "generate", Generation(), p, None, [], 0) for p in items["prompt"]}

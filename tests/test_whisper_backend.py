@@ -22,7 +22,7 @@ from benchc.compiler.spec.models import Generation
 from benchc.mathpaths import _cpu_flags
 from benchc.runtime.backends import Request, make_backend
 from benchc.runtime.backends.whisper_ct2 import default_model
-from benchc.runtime.metrics.errors import Edits, edits, normalize_text
+from benchc.runtime.score.metrics.errors import Edits, edits, normalize_text
 from conftest import SPECS, cli
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng")

@@ -413,7 +413,7 @@ measured on real answers (tests/fixtures/answers, benchmarks/answer_rules.py).""
 class Answer(Strict):
     """How an answer is read before any metric sees it (``[answer]``): the ``extract`` steps run
     in order on each response; a step that finds nothing leaves no answer (scored wrong, and
-    agreeing with nothing). See runtime/answers.py for each step."""
+    agreeing with nothing). See runtime/score/answers.py for each step."""
 
     kind: AnswerKind | None = Field(
         None, description="what the answers are: short (a word or phrase), yes_no, number, letter (an option "

@@ -125,7 +125,7 @@ from . import hf_batching, hf_captioners, hf_loglik, hf_prefix, hf_processor
 from .base import BACKENDS, BackendSpec, Flag, MediaLoader, Request, Response, cut_at_stop
 from .devices import private_rng, release_memory, to_device
 from .local_model import BatchedTorchOptions, LocalTorchBackend, package_version, request_seed
-from .local_model import model_digest as model_digest  # re-exported: read from here (runtime/clip_embed.py)
+from .local_model import model_digest as model_digest  # re-exported: read from here (runtime/score/clip_embed.py)
 from .media import decode_image
 
 

@@ -24,7 +24,7 @@ from benchc.compiler.spec.models import Generation
 from .base import Backend, BackendOptions, BackendSpec, Request
 from .devices import TorchDtype, device_identity, private_rng, torch_device
 
-__all__ = [  # device_identity, private_rng, torch_device: also read from here (runtime/clip_embed.py)
+__all__ = [  # device_identity, private_rng, torch_device: also read from here (runtime/score/clip_embed.py)
     "BatchedTorchOptions", "LocalTorchBackend", "LocalTorchOptions", "device_identity", "first_line",
     "model_digest", "model_folder", "module_available", "package_version", "private_rng", "request_seed",
     "require_module", "torch_device",

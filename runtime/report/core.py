@@ -29,8 +29,8 @@ from benchc.compiler.errors import BenchcError, Problem, RunError
 
 from ...defaults import DEFAULT_CACHE, DEFAULT_STORE
 from ..artifacts import RunRecord
-from ..runfolder import RUN_FILE, read_json, read_run_record, write_text
-from ..score import SCORES_FILE
+from ..run.runfolder import RUN_FILE, read_json, read_run_record, write_text
+from ..score.core import SCORES_FILE
 from .tables import (RENDERERS, Provenance, Table, detail_shape, footer_lines, markdown_footer, markdown_table,
                      md_escape, metric_slugs, metric_title, row_keys, row_label, run_tables, slugify, value_columns)
 

@@ -23,7 +23,7 @@ import polars as pl
 from benchc.compiler.errors import Problem, RunError
 
 from ..artifacts import RunRecord
-from ..runfolder import read_responses
+from ..run.runfolder import read_responses
 from .tables import Table, format_cell
 
 _EXTENSIONS = ((b"\x89PNG", ".png"), (b"\xff\xd8\xff", ".jpg"), (b"GIF8", ".gif"), (b"RIFF", ".wav"),
@@ -106,7 +106,7 @@ def _score_block(metric: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_run_items(run_dir: Path, record: RunRecord, manifest: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
-    from ..runfolder import manifest_items
+    from ..run.runfolder import manifest_items
 
     return manifest_items(manifest), read_responses(run_dir, record)
 

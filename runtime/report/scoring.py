@@ -30,8 +30,8 @@ import polars as pl
 from benchc.compiler.manifest import Manifest
 
 from ..artifacts import RunRecord
-from ..runfolder import RESPONSES_FILE, RUN_FILE, manifest_items, read_responses, read_run_record
-from ..score import run_manifest_of, score_run
+from ..run.runfolder import RESPONSES_FILE, RUN_FILE, manifest_items, read_responses, read_run_record
+from ..score.core import run_manifest_of, score_run
 
 GROUP_ATTR = "__group__"
 Media = tuple[Path | None, Path | None]  # the run's compile cache and response store

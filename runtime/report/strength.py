@@ -1,5 +1,5 @@
 """Report breakdowns by perturbation strength: ``--by ssim_bin`` splits each metric by the SSIM of
-each item's image against its record's original (runtime/measures.py), so that consistency and
+each item's image against its record's original (runtime/score/measures.py), so that consistency and
 accuracy can be read as a function of how strong the perturbation was.
 
 The attribute is added at report time, from the stored images, to the items of a manifest derived
@@ -24,8 +24,8 @@ from benchc.compiler.cas import ContentStore
 from benchc.compiler.manifest import Manifest
 
 from ...defaults import DEFAULT_CACHE
-from ..runfolder import RESPONSES_FILE, RUN_FILE, manifest_items
-from ..score import score_run
+from ..run.runfolder import RESPONSES_FILE, RUN_FILE, manifest_items
+from ..score.core import score_run
 from .scoring import Media, run_manifest
 
 SSIM_BIN = "ssim_bin"
@@ -34,7 +34,7 @@ STRENGTH_ATTRS = (SSIM_BIN,)
 SSIM_EDGES = (0.5, 0.7, 0.8, 0.9, 0.95)
 """Upper edges of the SSIM bins (each bin holds its lower edge): 0.00-0.50, ..., 0.95-1.00."""
 NO_BIN = "n/a"
-NOTE = ("ssim_bin: the SSIM of each item's image against its record's original (runtime/measures.py), "
+NOTE = ("ssim_bin: the SSIM of each item's image against its record's original (runtime/score/measures.py), "
         "measured from the compile cache when the report was made; never in a digest. n/a: no image or no "
         "original found")
 
@@ -55,7 +55,7 @@ def strength_attrs(manifest: Manifest, cache_dir: Path, roots: list[Path]) -> di
     from benchc.calibrate import originals
     from benchc.preview import item_kind, manifest_rows, media_image
 
-    from ..measures import measure
+    from ..score.measures import measure
 
     rows = manifest_rows(manifest)
     images = [r for r in rows if item_kind(r) == "image"]

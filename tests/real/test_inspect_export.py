@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from benchc.runtime.answers import extract, is_correct
+from benchc.runtime.score.answers import extract, is_correct
 from benchc.compiler.spec.models import Answer
-from benchc.runtime.export_inspect import export_inspect
+from benchc.runtime.interop.export_inspect import export_inspect
 from support.hashed_answers import World, run_cli
 
 pytestmark = pytest.mark.slow  # another python reads the logs

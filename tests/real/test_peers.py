@@ -223,7 +223,7 @@ def _eval_layout(path: Path) -> dict[str, set[str]]:
 
 def _eval_members(path: Path) -> dict[str, bytes]:
     """Every member of a .eval archive, read with benchc's reader (zstd members: zipfile can't)."""
-    from benchc.runtime.harness_logs import zip_member
+    from benchc.runtime.interop.harness_logs import zip_member
 
     data = path.read_bytes()
     with zipfile.ZipFile(path) as archive:

@@ -10,7 +10,7 @@ import shutil
 import polars as pl
 import pytest
 
-from benchc.runtime.answers import is_correct
+from benchc.runtime.score.answers import is_correct
 from realtier import ALPACA, OUT, ROOT, cli
 
 pytestmark = pytest.mark.slow  # a real model answers
