@@ -1,4 +1,5 @@
-"""The design card's layout rule: compiler/ never imports runtime/."""
+"""The design card's layout rules: compiler/ never imports runtime/; runtime/ is one package per
+stage (run, score, interop, report, reproduce), each importing only the stages before it."""
 
 from __future__ import annotations
 
