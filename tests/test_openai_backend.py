@@ -16,6 +16,7 @@ import logging
 import random
 import secrets
 import socket
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -765,6 +766,9 @@ def test_a_ctrl_c_keeps_the_answers_the_server_sent(server: FakeServer, key_env:
     oa = backend(server, "concurrency=4")
     server.plan = [("echo",), ("echo",), ("stall", 30.0), ("stall", 30.0)]
     store = ResponseStore(tmp_path / "store")
+    # interrupt_main does nothing where SIGINT is not Python's handler (an earlier test in this
+    # worker, or a library, may have set SIG_IGN or SIG_DFL): the test sets it for itself
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, _thread.interrupt_main)
     timer.start()
     try:
@@ -772,6 +776,7 @@ def test_a_ctrl_c_keeps_the_answers_the_server_sent(server: FakeServer, key_env:
             execute(oa, requests(4), store, MediaSource(tmp_path / "cache", tmp_path / "store"), 1, "answer", False)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
         server.release.set()  # the stalled requests end at once
     assert store.count() == 2  # the two answers that came back are kept
     store.close()
