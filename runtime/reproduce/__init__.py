@@ -7,8 +7,9 @@ each module does.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .core import (COVERAGE_STATUS, Paper, PaperCoverage, PaperError, ReproduceResult, check, load_paper,
@@ -32,13 +33,4 @@ __all__ = ["COVERAGE_STATUS", "MakeRun", "Paper", "PaperCoverage", "PaperError",
            "check", "load_paper", "reproduce"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -7,8 +7,9 @@ and backends. See README.md for what each module does.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .core import (CHOICE_REVISION, RESPONSE_SCHEMA, RunOptions, StageOutcome, build_requests, item_choices,
@@ -57,13 +58,4 @@ __all__ = ["CHOICE_REVISION", "ExecutorChoice", "LOCAL", "MediaSource", "RESPONS
            "request_digest", "request_key", "run_manifest", "stage_backend", "stage_requests"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

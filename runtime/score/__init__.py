@@ -7,8 +7,9 @@ judges' model client. See README.md for what each module does.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .core import SCORES_FILE, import_notes, run_manifest_of, score_results, score_run
@@ -49,13 +50,4 @@ __all__ = ["CORRECTNESS_RULES", "EMBEDDERS", "Embedder", "MEASURES", "METRICS", 
            "score_run"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
